@@ -1,0 +1,39 @@
+# The two commands a newcomer needs: `make demo` and `make test` (see README).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: demo test install lint format bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## Set up, load the demo set and serve on http://127.0.0.1:8000 (SQLite, Celery eager).
+demo: $(STAMP)
+	DJANGO_DEBUG=1 $(BIN)/python manage.py migrate --noinput
+	DJANGO_DEBUG=1 $(BIN)/python manage.py load_demo
+	DJANGO_DEBUG=1 $(BIN)/python manage.py runserver 127.0.0.1:8000
+
+## The whole test suite (PostgreSQL/Redis when DATABASE_URL/CELERY_BROKER_URL are set).
+test: $(STAMP)
+	SECRET_KEY=$${SECRET_KEY:-test-only-secret-key} $(BIN)/pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(STAMP)
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+bench: $(STAMP)
+	SECRET_KEY=$${SECRET_KEY:-bench-only-secret-key} $(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) db.sqlite3 media staticfiles

@@ -1,0 +1,13 @@
+from django.apps import AppConfig
+
+
+class CoreConfig(AppConfig):
+    name = "h2htalk"
+    verbose_name = "Platform"
+
+    def ready(self):
+        from django.db.models.signals import post_migrate
+
+        from .roles import ensure_role_groups
+
+        post_migrate.connect(ensure_role_groups, sender=self)

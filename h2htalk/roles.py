@@ -1,0 +1,117 @@
+"""The three roles (admin, researcher, annotator) as groups, and the checks every view uses.
+
+Admins pass every role check. Researchers and annotators are separate: a user in both
+groups has both roles.
+"""
+
+from functools import wraps
+
+from django.contrib.auth.mixins import AccessMixin
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
+from rest_framework.permissions import BasePermission
+
+ADMIN = "admin"
+RESEARCHER = "researcher"
+ANNOTATOR = "annotator"
+ROLES = (ADMIN, RESEARCHER, ANNOTATOR)
+
+# Model permissions granted to each group (app labels, or "app.codename" for single ones).
+ROLE_PERMISSIONS = {
+    ADMIN: ["auth", "authtoken", "h2htalk", "scenarios", "annotation", "scoring"],
+    RESEARCHER: ["scenarios", "annotation", "scoring", "h2htalk.view_job"],
+    ANNOTATOR: ["annotation.add_judgment", "annotation.view_assignment"],
+}
+
+
+def user_roles(user) -> frozenset[str]:
+    if not getattr(user, "is_authenticated", False):
+        return frozenset()
+    cached = getattr(user, "_h2h_roles", None)
+    if cached is None:
+        names = {g.name for g in user.groups.all()}
+        cached = frozenset({ADMIN} if user.is_superuser else set()) | (names & set(ROLES))
+        user._h2h_roles = cached
+    return cached
+
+
+def has_role(user, *roles: str) -> bool:
+    mine = user_roles(user)
+    return ADMIN in mine or any(role in mine for role in roles)
+
+
+def role_required(*roles: str):
+    """View decorator: anonymous users go to login, users without the role get 403."""
+
+    def decorator(view):
+        @wraps(view)
+        def wrapped(request, *args, **kwargs):
+            if not request.user.is_authenticated:
+                return redirect_to_login(request.get_full_path())
+            if not has_role(request.user, *roles):
+                raise PermissionDenied("This page needs the role: " + " or ".join(roles))
+            return view(request, *args, **kwargs)
+
+        wrapped.required_roles = roles
+        return wrapped
+
+    return decorator
+
+
+class RoleRequiredMixin(AccessMixin):
+    required_roles: tuple[str, ...] = ()
+
+    def dispatch(self, request, *args, **kwargs):
+        if not request.user.is_authenticated:
+            return self.handle_no_permission()
+        if not has_role(request.user, *self.required_roles):
+            raise PermissionDenied("This page needs the role: " + " or ".join(self.required_roles))
+        return super().dispatch(request, *args, **kwargs)
+
+
+class HasRole(BasePermission):
+    required_roles: tuple[str, ...] = ()
+    message = "Your role does not allow this."
+
+    def has_permission(self, request, view):
+        return has_role(request.user, *self.required_roles)
+
+
+class IsResearcher(HasRole):
+    required_roles = (RESEARCHER,)
+
+
+class IsAnnotator(HasRole):
+    required_roles = (ANNOTATOR,)
+
+
+class IsAdmin(HasRole):
+    required_roles = (ADMIN,)
+
+
+def roles_context(request):
+    roles = user_roles(request.user)
+    return {
+        "user_roles": roles,
+        "is_admin": ADMIN in roles,
+        "is_researcher": bool(roles & {ADMIN, RESEARCHER}),
+        "is_annotator": bool(roles & {ADMIN, ANNOTATOR}),
+    }
+
+
+def ensure_role_groups(sender=None, using="default", **kwargs):
+    """Create the role groups and grant their model permissions (idempotent, after migrate)."""
+    from django.contrib.auth.models import Group, Permission
+
+    for role, grants in ROLE_PERMISSIONS.items():
+        group, _ = Group.objects.using(using).get_or_create(name=role)
+        perms = Permission.objects.using(using).none()
+        for grant in grants:
+            if "." in grant:
+                app_label, codename = grant.split(".", 1)
+                perms |= Permission.objects.using(using).filter(
+                    content_type__app_label=app_label, codename=codename
+                )
+            else:
+                perms |= Permission.objects.using(using).filter(content_type__app_label=grant)
+        group.permissions.set(perms)

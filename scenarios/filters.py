@@ -1,0 +1,49 @@
+"""Scenario filters shared by the list page, the export and the REST API."""
+
+import django_filters
+from django.db.models import Q
+
+from .models import Persona, Scenario, Tag
+from .taxonomy import LANGUAGES, Dimension, RiskLevel, Subtask
+
+FLAG_CHOICES = [
+    ("implicit_need", "Implicit need"),
+    ("evolving_need", "Evolving need"),
+    ("risk", "Any safety risk"),
+]
+
+
+class ScenarioFilter(django_filters.FilterSet):
+    q = django_filters.CharFilter(method="filter_search", label="Search")
+    dimension = django_filters.MultipleChoiceFilter(choices=Dimension.choices)
+    subtask = django_filters.MultipleChoiceFilter(choices=Subtask.choices)
+    state = django_filters.MultipleChoiceFilter(choices=Scenario.State.choices)
+    language = django_filters.MultipleChoiceFilter(choices=LANGUAGES)
+    risk_level = django_filters.MultipleChoiceFilter(choices=RiskLevel.choices)
+    tags = django_filters.ModelMultipleChoiceFilter(
+        field_name="tags__name", to_field_name="name", queryset=Tag.objects.all(), label="Tags"
+    )
+    persona = django_filters.ModelChoiceFilter(queryset=Persona.objects.all())
+    flags = django_filters.MultipleChoiceFilter(
+        choices=FLAG_CHOICES, method="filter_flags", label="Flags"
+    )
+    external_id = django_filters.CharFilter(lookup_expr="exact")
+
+    class Meta:
+        model = Scenario
+        fields = ["q", "dimension", "subtask", "state", "language", "tags", "flags"]
+
+    def filter_search(self, queryset, name, value):
+        """Every whitespace-separated term must occur somewhere in the scenario's text."""
+        for term in value.lower().split():
+            queryset = queryset.filter(search_text__contains=term)
+        return queryset
+
+    def filter_flags(self, queryset, name, values):
+        conditions = Q()
+        for value in values:
+            if value == "risk":
+                conditions &= ~Q(risk_level=RiskLevel.NONE)
+            else:
+                conditions &= Q(**{value: True})
+        return queryset.filter(conditions)

@@ -1,0 +1,227 @@
+"""Scenario curation logic shared by pages, API, importers and commands."""
+
+import hashlib
+import json
+
+from django.db import transaction
+from django.db.models import Max
+
+from .models import ReviewComment, Revision, Scenario
+
+# Fields that define what a scenario asks of a companion: equal content means a duplicate.
+CONTENT_FIELDS = (
+    "subtask",
+    "persona",
+    "history",
+    "memory",
+    "schedule",
+    "user_message",
+    "reference_response",
+)
+# Everything a revision snapshot records (and the diff shows).
+SNAPSHOT_FIELDS = (
+    "external_id",
+    "subtask",
+    "persona",
+    "history",
+    "memory",
+    "schedule",
+    "user_message",
+    "reference_response",
+    "implicit_need",
+    "evolving_need",
+    "risk_level",
+    "language",
+    "tags",
+    "source",
+    "state",
+)
+
+
+class TransitionError(ValueError):
+    pass
+
+
+# action -> (states it may start from, state it leads to, comment kind)
+TRANSITIONS = {
+    "submit": ((Scenario.State.DRAFT,), Scenario.State.IN_REVIEW, None),
+    "approve": ((Scenario.State.IN_REVIEW,), Scenario.State.APPROVED, ReviewComment.Kind.APPROVE),
+    "request_changes": (
+        (Scenario.State.IN_REVIEW, Scenario.State.APPROVED),
+        Scenario.State.DRAFT,
+        ReviewComment.Kind.REQUEST_CHANGES,
+    ),
+    "retire": (
+        (Scenario.State.DRAFT, Scenario.State.IN_REVIEW, Scenario.State.APPROVED),
+        Scenario.State.RETIRED,
+        None,
+    ),
+    "reopen": ((Scenario.State.RETIRED,), Scenario.State.DRAFT, None),
+}
+ACTION_LABELS = {
+    "submit": "Submit for review",
+    "approve": "Approve",
+    "request_changes": "Request changes",
+    "retire": "Retire",
+    "reopen": "Reopen as draft",
+}
+
+
+def allowed_actions(scenario: Scenario) -> list[str]:
+    return [name for name, (sources, _, _) in TRANSITIONS.items() if scenario.state in sources]
+
+
+def _persona_name(scenario: Scenario) -> str:
+    return scenario.persona.name if scenario.persona is not None else ""
+
+
+def content_of(scenario: Scenario) -> dict:
+    return {
+        "subtask": scenario.subtask,
+        "persona": _persona_name(scenario),
+        "history": scenario.history or [],
+        "memory": scenario.memory or [],
+        "schedule": scenario.schedule or [],
+        "user_message": scenario.user_message,
+        "reference_response": scenario.reference_response,
+    }
+
+
+def content_hash(scenario: Scenario) -> str:
+    canonical = json.dumps(content_of(scenario), ensure_ascii=False, sort_keys=True)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def _texts(items) -> list[str]:
+    texts = []
+    for item in items or []:
+        if isinstance(item, dict):
+            texts.extend(str(value) for value in item.values())
+        else:
+            texts.append(str(item))
+    return texts
+
+
+def search_text(scenario: Scenario) -> str:
+    """Lower-cased text searched by substring: works for Chinese, which has no word spaces."""
+    parts = [
+        scenario.external_id,
+        _persona_name(scenario),
+        scenario.user_message,
+        scenario.reference_response,
+        *_texts(scenario.history),
+        *_texts(scenario.memory),
+        *_texts(scenario.schedule),
+    ]
+    return "\n".join(part for part in parts if part).lower()
+
+
+def snapshot(scenario: Scenario, tags: list[str] | None = None) -> dict:
+    data = content_of(scenario)
+    data.update(
+        external_id=scenario.external_id,
+        implicit_need=scenario.implicit_need,
+        evolving_need=scenario.evolving_need,
+        risk_level=scenario.risk_level,
+        language=scenario.language,
+        source=scenario.source,
+        state=scenario.state,
+        tags=sorted(tags if tags is not None else (t.name for t in scenario.tags.all())),
+    )
+    return {field: data[field] for field in SNAPSHOT_FIELDS}
+
+
+def changed_fields(before: dict, after: dict) -> dict:
+    return {
+        field: [before.get(field), after.get(field)]
+        for field in SNAPSHOT_FIELDS
+        if before.get(field) != after.get(field)
+    }
+
+
+def record_revision(
+    scenario: Scenario, author, action: str, before: dict | None, note: str = ""
+) -> Revision | None:
+    """Store a revision when something changed (always for the first one)."""
+    after = snapshot(scenario)
+    changes = changed_fields(before or {}, after) if before is not None else {}
+    if before is not None and not changes:
+        return None
+    last = scenario.revisions.aggregate(last=Max("number"))["last"] or 0
+    return Revision.objects.create(
+        scenario=scenario,
+        number=last + 1,
+        author=author,
+        action=action,
+        note=note[:300],
+        snapshot=after,
+        changes=changes,
+    )
+
+
+@transaction.atomic
+def create_scenario(scenario: Scenario, author, tags: list[str] = ()) -> Scenario:
+    from .models import Tag
+
+    scenario.created_by = author
+    scenario.save()
+    scenario.tags.set([Tag.objects.get_or_create(name=name)[0] for name in tags])
+    record_revision(scenario, author, Revision.Action.CREATED, None)
+    return scenario
+
+
+@transaction.atomic
+def update_scenario(scenario: Scenario, author, before: dict, tags: list[str] | None = None):
+    """Save an edited scenario; `before` is snapshot() taken before the edit was applied."""
+    from .models import Tag
+
+    scenario.save()
+    if tags is not None:
+        scenario.tags.set([Tag.objects.get_or_create(name=name)[0] for name in tags])
+    return record_revision(scenario, author, Revision.Action.EDITED, before)
+
+
+@transaction.atomic
+def transition(scenario: Scenario, author, action: str, comment: str = "") -> Scenario:
+    if action not in TRANSITIONS:
+        raise TransitionError(f"unknown action {action!r}")
+    sources, target, comment_kind = TRANSITIONS[action]
+    scenario = Scenario.objects.select_for_update().get(pk=scenario.pk)
+    if scenario.state not in sources:
+        raise TransitionError(
+            f"cannot {ACTION_LABELS[action].lower()} a scenario that is {scenario.state}"
+        )
+    if action == "request_changes" and not comment.strip():
+        raise TransitionError("say what should change: a comment is required")
+    before = snapshot(scenario)
+    scenario.state = target
+    if action in ("approve", "request_changes"):
+        scenario.reviewer = author
+    scenario.save(update_fields=["state", "reviewer", "updated_at"])
+    record_revision(scenario, author, Revision.Action.STATE, before, note=f"{action}: {comment}")
+    if comment_kind or comment.strip():
+        ReviewComment.objects.create(
+            scenario=scenario,
+            author=author,
+            kind=comment_kind or ReviewComment.Kind.COMMENT,
+            body=comment.strip(),
+        )
+    return scenario
+
+
+def bulk_transition(scenario_ids, author, action: str, comment: str = "") -> dict:
+    """Apply one action to many scenarios; those it does not apply to are counted, not failed."""
+    changed, skipped = 0, 0
+    for scenario in Scenario.objects.filter(pk__in=list(scenario_ids)).only("pk"):
+        try:
+            transition(scenario, author, action, comment)
+            changed += 1
+        except TransitionError:
+            skipped += 1
+    return {"changed": changed, "skipped": skipped}
+
+
+def add_comment(scenario: Scenario, author, body: str) -> ReviewComment:
+    if not body.strip():
+        raise TransitionError("the comment is empty")
+    return ReviewComment.objects.create(scenario=scenario, author=author, body=body.strip())

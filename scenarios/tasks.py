@@ -1,0 +1,47 @@
+from celery import shared_task
+from django.core.files.storage import default_storage
+
+from h2htalk import jobs
+from h2htalk.models import Job
+
+from .importers import build_plan, count_lines, write_plan
+
+
+@shared_task
+def run_scenario_import(job_id: int) -> None:
+    """Preview (dry run) or write one uploaded file; the Job row carries the report."""
+    job = jobs.start(job_id)
+    params = job.params
+    initial_state = params.get("initial_state", "draft")
+    try:
+        with default_storage.open(params["path"], "rb") as stream:
+            lines = count_lines(stream)
+            plan = build_plan(
+                stream,
+                params["filename"],
+                fmt=params.get("format", "auto"),
+                default_subtask=params.get("default_subtask", ""),
+                initial_state=initial_state,
+                progress=lambda n: jobs.report_progress(job_id, n, lines, "checking rows"),
+            )
+        report = plan.report
+        if not params["dry_run"] and report.ok:
+            to_write = len(plan.creates) + len(plan.updates)
+            write_plan(
+                plan,
+                job.created_by,
+                initial_state=initial_state,
+                progress=lambda n: jobs.report_progress(job_id, n, to_write, "writing"),
+            )
+    except Exception as error:
+        jobs.finish(job_id, Job.State.FAILED, f"{type(error).__name__}: {error}")
+        raise
+    if report.errors:
+        state = Job.State.FAILED
+        message = f"{len(report.errors)} error(s) in {report.rows} rows: nothing was written"
+    elif params["dry_run"]:
+        state, message = Job.State.SUCCEEDED, f"{report.rows} rows checked, ready to import"
+    else:
+        state = Job.State.SUCCEEDED
+        message = f"{report.created} created, {report.updated} updated from {report.rows} rows"
+    jobs.finish(job_id, state, message, report.as_dict())

@@ -1,0 +1,153 @@
+"""Field rules for scenario content, shared by the edit form, the API and every importer.
+
+Each validator returns the cleaned value or raises FieldError naming the field (and the item
+inside it) so importers can report "line 12, field history[3].role: ...".
+"""
+
+import re
+
+from .taxonomy import LANGUAGES, RiskLevel, Subtask
+
+MAX_TEXT_CHARS = 20_000
+MAX_ITEMS = 200
+HISTORY_ROLES = ("user", "assistant", "system")
+TIME_RE = re.compile(r"^([01]\d|2[0-3]):[0-5]\d$")
+LANGUAGE_CODES = [code for code, _ in LANGUAGES]
+
+
+class FieldError(ValueError):
+    def __init__(self, field: str, message: str):
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+def clean_text(value, field: str, required: bool = False) -> str:
+    if value is None:
+        value = ""
+    if not isinstance(value, str):
+        raise FieldError(field, f"must be text, got {type(value).__name__}")
+    if "\x00" in value:
+        raise FieldError(field, "contains a NUL character")
+    if len(value) > MAX_TEXT_CHARS:
+        raise FieldError(field, f"is {len(value):,} characters; the limit is {MAX_TEXT_CHARS:,}")
+    if required and not value.strip():
+        raise FieldError(field, "is required")
+    return value
+
+
+def clean_subtask(value) -> str:
+    if not value:
+        raise FieldError("subtask", "is required")
+    if value not in Subtask.values:
+        raise FieldError("subtask", f"unknown subtask {value!r}; expected one of {Subtask.values}")
+    return value
+
+
+def clean_choice(value, field: str, choices: list[str], default: str) -> str:
+    if value in (None, ""):
+        return default
+    if value not in choices:
+        raise FieldError(field, f"{value!r} is not one of {choices}")
+    return value
+
+
+def clean_risk(value) -> str:
+    return clean_choice(value, "risk_level", RiskLevel.values, RiskLevel.NONE)
+
+
+def clean_language(value) -> str:
+    return clean_choice(value, "language", LANGUAGE_CODES, "zh")
+
+
+def clean_bool(value, field: str) -> bool:
+    if value in (None, ""):
+        return False
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in {"1", "true", "yes", "y"}:
+        return True
+    if isinstance(value, str) and value.strip().lower() in {"0", "false", "no", "n"}:
+        return False
+    if value in (0, 1):
+        return bool(value)
+    raise FieldError(field, f"{value!r} is not true/false")
+
+
+def _clean_list(value, field: str) -> list:
+    if value in (None, ""):
+        return []
+    if not isinstance(value, list):
+        raise FieldError(field, f"must be a list, got {type(value).__name__}")
+    if len(value) > MAX_ITEMS:
+        raise FieldError(field, f"has {len(value)} items; the limit is {MAX_ITEMS}")
+    return value
+
+
+def clean_history(value) -> list[dict]:
+    turns = []
+    for i, turn in enumerate(_clean_list(value, "history")):
+        where = f"history[{i}]"
+        if not isinstance(turn, dict):
+            raise FieldError(where, 'must be an object {"role": ..., "content": ...}')
+        role = turn.get("role")
+        if role not in HISTORY_ROLES:
+            raise FieldError(f"{where}.role", f"{role!r} is not one of {list(HISTORY_ROLES)}")
+        turns.append(
+            {"role": role, "content": clean_text(turn.get("content"), f"{where}.content", True)}
+        )
+    return turns
+
+
+def clean_memory(value) -> list[dict]:
+    entries = []
+    for i, entry in enumerate(_clean_list(value, "memory")):
+        where = f"memory[{i}]"
+        if isinstance(entry, str):
+            entry = {"content": entry}
+        if not isinstance(entry, dict):
+            raise FieldError(where, 'must be text or an object {"content", "category", ...}')
+        cleaned = {"content": clean_text(entry.get("content"), f"{where}.content", True)}
+        if entry.get("category") not in (None, ""):
+            cleaned["category"] = clean_text(entry["category"], f"{where}.category")
+        importance = entry.get("importance")
+        if importance not in (None, ""):
+            if importance not in (0, 1, 2) or isinstance(importance, bool):
+                raise FieldError(f"{where}.importance", f"{importance!r} is not 0, 1 or 2")
+            cleaned["importance"] = importance
+        entries.append(cleaned)
+    return entries
+
+
+def clean_schedule(value) -> list[dict]:
+    items = []
+    for i, item in enumerate(_clean_list(value, "schedule")):
+        where = f"schedule[{i}]"
+        if not isinstance(item, dict):
+            raise FieldError(where, 'must be an object {"time": "HH:MM", "activity": ...}')
+        time = item.get("time", "")
+        if time and not (isinstance(time, str) and TIME_RE.match(time)):
+            raise FieldError(f"{where}.time", f"{time!r} is not HH:MM")
+        items.append(
+            {"time": time, "activity": clean_text(item.get("activity"), f"{where}.activity", True)}
+        )
+    return items
+
+
+def clean_tags(value) -> list[str]:
+    if value in (None, ""):
+        return []
+    if isinstance(value, str):
+        value = [part for part in re.split(r"[;,]", value)]
+    if not isinstance(value, list):
+        raise FieldError("tags", "must be a list of names or a ';'-separated string")
+    tags = []
+    for i, tag in enumerate(value):
+        if not isinstance(tag, str):
+            raise FieldError(f"tags[{i}]", "must be text")
+        tag = tag.strip()
+        if len(tag) > 60:
+            raise FieldError(f"tags[{i}]", "is longer than 60 characters")
+        if tag and tag not in tags:
+            tags.append(tag)
+    return tags

@@ -1,0 +1,241 @@
+import difflib
+import json
+import uuid
+
+from django.conf import settings
+from django.contrib import messages
+from django.core.files.storage import default_storage
+from django.core.paginator import Paginator
+from django.db import transaction
+from django.http import QueryDict, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from h2htalk.models import Job
+from h2htalk.roles import RESEARCHER, role_required
+
+from . import services
+from .exporters import EXPORTERS
+from .filters import ScenarioFilter
+from .forms import ImportForm, PersonaForm, ReviewForm, ScenarioForm
+from .models import Persona, Scenario
+from .tasks import run_scenario_import
+
+PAGE_SIZES = (25, 50, 100)
+
+
+def _filtered(request):
+    queryset = Scenario.objects.select_related("persona").prefetch_related("tags")
+    return ScenarioFilter(request.GET, queryset=queryset.order_by("pk"))
+
+
+@role_required(RESEARCHER)
+def scenario_list(request):
+    filterset = _filtered(request)
+    size = int(request.GET.get("size", 50)) if request.GET.get("size", "").isdigit() else 50
+    paginator = Paginator(filterset.qs, size if size in PAGE_SIZES else 50)
+    page = paginator.get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    context = {
+        "filter": filterset,
+        "page": page,
+        "query": query.urlencode(),
+        "bulk_actions": services.ACTION_LABELS,
+    }
+    partial = request.headers.get("HX-Request") and request.headers.get("HX-Target") == "results"
+    template = "scenarios/_table.html" if partial else "scenarios/list.html"
+    return render(request, template, context)
+
+
+@role_required(RESEARCHER)
+def scenario_detail(request, pk):
+    scenario = get_object_or_404(Scenario.objects.select_related("persona", "reviewer"), pk=pk)
+    actions = {name: services.ACTION_LABELS[name] for name in services.allowed_actions(scenario)}
+    return render(
+        request,
+        "scenarios/detail.html",
+        {
+            "scenario": scenario,
+            "actions": actions,
+            "comments": scenario.comments.select_related("author"),
+            "review_form": ReviewForm(),
+        },
+    )
+
+
+@role_required(RESEARCHER)
+def scenario_create(request):
+    form = ScenarioForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        scenario = services.create_scenario(
+            form.save(commit=False), request.user, form.cleaned_data["tags_text"]
+        )
+        messages.success(request, "Scenario created.")
+        return redirect("scenarios:detail", pk=scenario.pk)
+    return render(request, "scenarios/form.html", {"form": form, "scenario": None})
+
+
+@role_required(RESEARCHER)
+def scenario_edit(request, pk):
+    scenario = get_object_or_404(Scenario, pk=pk)
+    before = services.snapshot(scenario)
+    form = ScenarioForm(request.POST or None, instance=scenario)
+    if request.method == "POST" and form.is_valid():
+        revision = services.update_scenario(
+            form.save(commit=False), request.user, before, form.cleaned_data["tags_text"]
+        )
+        messages.success(request, "Saved." if revision else "Nothing changed.")
+        return redirect("scenarios:detail", pk=scenario.pk)
+    return render(request, "scenarios/form.html", {"form": form, "scenario": scenario})
+
+
+@require_POST
+@role_required(RESEARCHER)
+def scenario_review(request, pk):
+    scenario = get_object_or_404(Scenario, pk=pk)
+    form = ReviewForm(request.POST)
+    if form.is_valid():
+        action, comment = form.cleaned_data["action"], form.cleaned_data["comment"]
+        try:
+            if action == "comment":
+                services.add_comment(scenario, request.user, comment)
+            else:
+                services.transition(scenario, request.user, action, comment)
+                messages.success(request, f"{services.ACTION_LABELS[action]}: done.")
+        except services.TransitionError as error:
+            messages.error(request, str(error))
+    return redirect("scenarios:detail", pk=pk)
+
+
+@require_POST
+@role_required(RESEARCHER)
+def scenario_bulk(request):
+    action = request.POST.get("action", "")
+    if action not in services.TRANSITIONS:
+        messages.error(request, "Choose an action.")
+        return redirect("scenarios:list")
+    query = request.POST.get("query", "")
+    if request.POST.get("scope") == "all":
+        filterset = ScenarioFilter(QueryDict(query), queryset=Scenario.objects.all())
+        ids = filterset.qs.values_list("pk", flat=True)
+    else:
+        ids = [int(pk) for pk in request.POST.getlist("ids") if pk.isdigit()]
+    counts = services.bulk_transition(ids, request.user, action, request.POST.get("comment", ""))
+    messages.success(
+        request,
+        f"{services.ACTION_LABELS[action]}: {counts['changed']} changed, "
+        f"{counts['skipped']} skipped (not in a state this action applies to).",
+    )
+    return redirect(f"{reverse('scenarios:list')}?{query}")
+
+
+@role_required(RESEARCHER)
+def scenario_history(request, pk):
+    scenario = get_object_or_404(Scenario, pk=pk)
+    revisions = scenario.revisions.select_related("author")
+    return render(request, "scenarios/history.html", {"scenario": scenario, "revisions": revisions})
+
+
+def _as_text(value) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, indent=1)
+
+
+@role_required(RESEARCHER)
+def revision_diff(request, pk, number):
+    scenario = get_object_or_404(Scenario, pk=pk)
+    revision = get_object_or_404(scenario.revisions.select_related("author"), number=number)
+    previous = scenario.revisions.filter(number__lt=number).order_by("-number").first()
+    before = previous.snapshot if previous else {}
+    diffs = []
+    for field in services.SNAPSHOT_FIELDS:
+        old, new = before.get(field), revision.snapshot.get(field)
+        if previous is not None and old == new:
+            continue
+        lines = difflib.unified_diff(
+            _as_text(old if old is not None else "").splitlines(),
+            _as_text(new if new is not None else "").splitlines(),
+            lineterm="",
+            n=2,
+        )
+        diffs.append({"field": field, "lines": list(lines)[2:]})
+    return render(
+        request,
+        "scenarios/diff.html",
+        {"scenario": scenario, "revision": revision, "previous": previous, "diffs": diffs},
+    )
+
+
+@role_required(RESEARCHER)
+def scenario_export(request):
+    fmt = request.GET.get("format", "jsonl")
+    if fmt not in EXPORTERS:
+        fmt = "jsonl"
+    writer, content_type = EXPORTERS[fmt]
+    stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
+    response = StreamingHttpResponse(writer(_filtered(request).qs), content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="scenarios-{stamp}.{fmt}"'
+    return response
+
+
+@role_required(RESEARCHER)
+def scenario_import(request):
+    form = ImportForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        upload = form.cleaned_data["file"]
+        if upload.size > settings.MAX_UPLOAD_BYTES:
+            form.add_error(
+                "file",
+                f"The file is {upload.size:,} bytes; the limit is {settings.MAX_UPLOAD_BYTES:,}.",
+            )
+        else:
+            path = default_storage.save(f"imports/{uuid.uuid4().hex}/{upload.name}", upload)
+            params = {
+                "path": path,
+                "filename": upload.name,
+                "format": form.cleaned_data["format"],
+                "default_subtask": form.cleaned_data["default_subtask"],
+                "initial_state": form.cleaned_data["initial_state"],
+                "dry_run": True,
+            }
+            job = _start_import(request.user, params)
+            return redirect("job_detail", pk=job.pk)
+    return render(request, "scenarios/import.html", {"form": form})
+
+
+@require_POST
+@role_required(RESEARCHER)
+def scenario_import_confirm(request, job_id):
+    """Write a previewed file: a new job with the same file and options, dry_run off."""
+    preview = get_object_or_404(Job, pk=job_id, kind="scenario_import")
+    if not preview.params.get("dry_run") or preview.state != Job.State.SUCCEEDED:
+        messages.error(request, "Only a successful preview can be imported.")
+        return redirect("job_detail", pk=preview.pk)
+    job = _start_import(request.user, {**preview.params, "dry_run": False})
+    return redirect("job_detail", pk=job.pk)
+
+
+def _start_import(user, params) -> Job:
+    job = Job.objects.create(kind="scenario_import", created_by=user, params=params)
+    transaction.on_commit(lambda: run_scenario_import.delay(job.pk))
+    return job
+
+
+@role_required(RESEARCHER)
+def persona_list(request):
+    return render(request, "scenarios/personas.html", {"personas": Persona.objects.all()})
+
+
+@role_required(RESEARCHER)
+def persona_edit(request, pk=None):
+    persona = get_object_or_404(Persona, pk=pk) if pk else None
+    form = PersonaForm(request.POST or None, instance=persona)
+    if request.method == "POST" and form.is_valid():
+        form.save()
+        messages.success(request, "Persona saved.")
+        return redirect("scenarios:personas")
+    return render(request, "scenarios/persona_form.html", {"form": form, "persona": persona})

@@ -1,0 +1,253 @@
+import io
+import json
+
+import pytest
+
+from scenarios.importers import ImportFailed, import_file
+from scenarios.models import Persona, Revision, Scenario, Tag
+
+
+def run(content: bytes | str, filename="rows.jsonl", dry_run=False, **options):
+    if isinstance(content, str):
+        content = content.encode("utf-8")
+    return import_file(io.BytesIO(content), filename, dry_run=dry_run, **options)
+
+
+def jsonl(*rows) -> str:
+    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+
+
+GOOD = {"external_id": "a1", "subtask": "dialogue_base", "user_message": "hi", "language": "en"}
+
+
+@pytest.mark.django_db
+def test_release_file_gives_one_scenario_per_line_in_order(release_file):
+    raw_lines = release_file.read_bytes().split(b"\r\n")
+    assert raw_lines[-1] == b""  # CRLF after every line, as SOURCE.md says
+    expected = [json.loads(line)["response"] for line in raw_lines[:-1]]
+
+    report = import_file(str(release_file), release_file.name)
+
+    assert report.created == len(expected) == 1882
+    scenarios = list(Scenario.objects.order_by("pk"))
+    assert [s.external_id for s in scenarios] == [f"q{n:03d}" for n in range(1, 1883)]
+    assert [s.reference_response for s in scenarios] == expected
+    assert {s.subtask for s in scenarios} == {"dialogue_base"}
+    assert {s.dimension for s in scenarios} == {"dialogue"}
+    assert "（微微颔首）" in scenarios[0].reference_response or "微微颔首" in expected[0]
+    assert all("\r" not in s.reference_response for s in scenarios)
+
+
+@pytest.mark.django_db
+def test_importing_the_release_twice_changes_nothing(release_file):
+    import_file(str(release_file), release_file.name)
+    counts = (Scenario.objects.count(), Revision.objects.count(), Tag.objects.count())
+    hashes = list(Scenario.objects.order_by("pk").values_list("content_hash", "updated_at"))
+
+    report = import_file(str(release_file), release_file.name)
+
+    assert (report.created, report.updated, report.unchanged) == (0, 0, 1882)
+    assert (Scenario.objects.count(), Revision.objects.count(), Tag.objects.count()) == counts
+    assert list(Scenario.objects.order_by("pk").values_list("content_hash", "updated_at")) == hashes
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("content", "filename", "line", "field"),
+    [
+        (
+            jsonl(GOOD) + '{"subtask": "dialogue_base", "user_message": "x"\n',
+            "a.jsonl",
+            2,
+            "(json)",
+        ),
+        (jsonl(GOOD, {"external_id": "b", "user_message": "no subtask"}), "a.jsonl", 2, "subtask"),
+        (
+            jsonl(GOOD, {**GOOD, "external_id": "b", "subtask": "dialogue_x"}),
+            "a.jsonl",
+            2,
+            "subtask",
+        ),
+        (jsonl({**GOOD, "user_message": "x" * 20_001}), "a.jsonl", 1, "user_message"),
+        (jsonl({**GOOD, "usr_message": "typo"}), "a.jsonl", 1, "usr_message"),
+        (
+            jsonl({**GOOD, "history": [{"role": "friend", "content": "x"}]}),
+            "a.jsonl",
+            1,
+            "history[0].role",
+        ),
+        (
+            jsonl({**GOOD, "schedule": [{"time": "25:00", "activity": "x"}]}),
+            "a.jsonl",
+            1,
+            "schedule[0].time",
+        ),
+        (
+            jsonl({**GOOD, "memory": [{"content": "x", "importance": 5}]}),
+            "a.jsonl",
+            1,
+            "memory[0].importance",
+        ),
+        (jsonl({**GOOD, "risk_level": "extreme"}), "a.jsonl", 1, "risk_level"),
+        (jsonl({**GOOD, "persona": "Nobody Known"}), "a.jsonl", 1, "persona"),
+        (jsonl(GOOD, GOOD), "a.jsonl", 2, "external_id"),
+        (jsonl(GOOD) + "[1, 2]\n", "a.jsonl", 2, "(json)"),
+        ('{"response": "好"}\n{"response": "ok", "extra": 1}\n', "dialogue_base.jsonl", 2, "extra"),
+        ('{"response": "好"}\n\n{"response": "ok"}\n', "dialogue_base.jsonl", 2, "(line)"),
+        ('{"response": "好"}\n', "unknown_name.jsonl", 1, "subtask"),
+        ("subtask,user_message\ndialogue_base,hi\n", "a.csv", 1, "reference_response"),
+        ("subtask,user_message,reference_response,colour\n", "a.csv", 1, "colour"),
+        (
+            'subtask,user_message,reference_response,history\ndialogue_base,hi,ok,"[{""role"": 1,]"\n',
+            "a.csv",
+            2,
+            "history",
+        ),
+        (
+            '{"messages": [{"from": "alien", "value": "x"}], "subtask": "dialogue_base"}\n',
+            "s.jsonl",
+            1,
+            "messages[0].from",
+        ),
+    ],
+    ids=[
+        "malformed-json",
+        "missing-subtask",
+        "unknown-subtask",
+        "oversized-text",
+        "unknown-field",
+        "bad-history-role",
+        "bad-time",
+        "bad-importance",
+        "bad-risk",
+        "unknown-persona",
+        "repeated-id",
+        "not-an-object",
+        "release-extra-key",
+        "release-blank-line",
+        "release-unknown-file",
+        "csv-missing-column",
+        "csv-unknown-column",
+        "csv-bad-json",
+        "sharegpt-bad-speaker",
+    ],
+)
+def test_bad_input_names_line_and_field_and_writes_nothing(content, filename, line, field):
+    preview = run(content, filename, dry_run=True)
+    assert (line, field) in [(e.line, e.field) for e in preview.errors], preview.errors
+
+    with pytest.raises(ImportFailed) as failure:
+        run(content, filename)
+    assert not failure.value.report.written
+    assert Scenario.objects.count() == 0
+    assert Revision.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_wrong_encoding_is_reported_with_its_line():
+    content = jsonl(GOOD).encode() + '{"subtask": "dialogue_base", "user_message": "é"}\n'.encode(
+        "latin-1"
+    )
+    report = run(content, "a.jsonl", dry_run=True)
+    assert [(e.line, e.field) for e in report.errors] == [(2, "(encoding)")]
+
+
+@pytest.mark.django_db
+def test_a_failure_during_the_write_leaves_nothing_behind(monkeypatch):
+    rows = [{**GOOD, "external_id": f"id{i}"} for i in range(1200)]
+    original = Revision.objects.bulk_create
+    calls = []
+
+    def failing_bulk_create(objs, *args, **kwargs):
+        calls.append(len(objs))
+        if len(calls) == 2:  # the second batch of 500: the first one is already written
+            raise RuntimeError("disk full")
+        return original(objs, *args, **kwargs)
+
+    monkeypatch.setattr(Revision.objects, "bulk_create", failing_bulk_create)
+    with pytest.raises(RuntimeError):
+        run(jsonl(*rows))
+    assert calls == [500, 500]
+    assert Scenario.objects.count() == 0
+    assert Revision.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_reimport_with_changed_text_updates_and_records_a_revision():
+    run(jsonl(GOOD, {**GOOD, "external_id": "a2"}))
+    report = run(jsonl({**GOOD, "user_message": "hello there", "tags": ["x"]}))
+    assert (report.created, report.updated, report.unchanged) == (0, 1, 0)
+    scenario = Scenario.objects.get(external_id="a1")
+    assert scenario.user_message == "hello there"
+    latest = scenario.revisions.first()
+    assert latest.number == 2 and latest.action == Revision.Action.IMPORTED
+    assert set(latest.changes) == {"user_message", "tags"}
+
+
+@pytest.mark.django_db
+def test_rows_without_id_and_equal_content_are_skipped_as_duplicates():
+    row = {"subtask": "dialogue_base", "user_message": "same", "reference_response": "same"}
+    report = run(jsonl(row, row, {**row, "user_message": "other"}))
+    assert (report.created, report.duplicates) == (2, 1)
+    assert report.duplicate_lines == [{"line": 2, "duplicate_of": "line 1"}]
+    again = run(jsonl(row))
+    assert (again.created, again.duplicates) == (0, 1)
+    assert Scenario.objects.count() == 2
+
+
+@pytest.mark.django_db
+def test_inline_persona_is_created_once_and_used():
+    persona = {"name": "Aster", "summary": "A gardener", "sap_enabled": False}
+    report = run(
+        jsonl({**GOOD, "persona": persona}, {**GOOD, "external_id": "a2", "persona": "Aster"})
+    )
+    assert report.personas_created == 1
+    aster = Persona.objects.get(name="Aster")
+    assert aster.sap_enabled is False
+    assert set(Scenario.objects.values_list("persona__name", flat=True)) == {"Aster"}
+
+
+@pytest.mark.django_db
+def test_csv_with_json_cells_and_tags():
+    content = (
+        "\ufeffexternal_id,subtask,user_message,reference_response,history,schedule,tags,"
+        "implicit_need,risk_level\n"
+        'c1,dialogue_schedule,"Busy day, huh?",我在,"[{""role"": ""user"", ""content"": ""早""}]",'
+        '"[{""time"": ""09:00"", ""activity"": ""会议""}]",work;schedule,yes,low\n'
+    )
+    report = run(content, "rows.csv")
+    assert report.format == "csv" and report.created == 1
+    scenario = Scenario.objects.get()
+    assert scenario.history == [{"role": "user", "content": "早"}]
+    assert scenario.schedule == [{"time": "09:00", "activity": "会议"}]
+    assert sorted(t.name for t in scenario.tags.all()) == ["schedule", "work"]
+    assert scenario.implicit_need and scenario.risk_level == "low"
+
+
+@pytest.mark.django_db
+def test_sharegpt_messages_split_into_history_message_and_reference():
+    row = {
+        "id": "sg1",
+        "subtask": "dialogue_emotion",
+        "messages": [
+            {"from": "system", "value": "You are a companion."},
+            {"from": "human", "value": "I failed my exam."},
+            {"from": "gpt", "value": "I'm sorry. How are you feeling?"},
+            {"from": "human", "value": "Bad."},
+            {"from": "gpt", "value": "That makes sense. I'm here."},
+        ],
+    }
+    report = run(jsonl(row), "chat.jsonl")
+    assert report.format == "sharegpt"
+    scenario = Scenario.objects.get()
+    assert scenario.external_id == "sg1"
+    assert scenario.user_message == "Bad."
+    assert scenario.reference_response == "That makes sense. I'm here."
+    assert [t["role"] for t in scenario.history] == ["system", "user", "assistant"]
+
+
+@pytest.mark.django_db
+def test_dry_run_writes_nothing_but_counts():
+    report = run(jsonl(GOOD, {**GOOD, "external_id": "b"}), dry_run=True)
+    assert (report.rows, report.created, report.written) == (2, 2, False)
+    assert Scenario.objects.count() == 0
