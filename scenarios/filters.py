@@ -1,6 +1,7 @@
 """Scenario filters shared by the list page, the export and the REST API."""
 
 import django_filters
+from django import forms
 from django.db.models import Q
 
 from .models import Persona, Scenario, Tag
@@ -12,20 +13,22 @@ FLAG_CHOICES = [
     ("risk", "Any safety risk"),
 ]
 
+CHECKBOXES = forms.CheckboxSelectMultiple
+
 
 class ScenarioFilter(django_filters.FilterSet):
     q = django_filters.CharFilter(method="filter_search", label="Search")
-    dimension = django_filters.MultipleChoiceFilter(choices=Dimension.choices)
-    subtask = django_filters.MultipleChoiceFilter(choices=Subtask.choices)
-    state = django_filters.MultipleChoiceFilter(choices=Scenario.State.choices)
-    language = django_filters.MultipleChoiceFilter(choices=LANGUAGES)
-    risk_level = django_filters.MultipleChoiceFilter(choices=RiskLevel.choices)
+    dimension = django_filters.MultipleChoiceFilter(choices=Dimension.choices, widget=CHECKBOXES)
+    subtask = django_filters.MultipleChoiceFilter(choices=Subtask.choices, widget=CHECKBOXES)
+    state = django_filters.MultipleChoiceFilter(choices=Scenario.State.choices, widget=CHECKBOXES)
+    language = django_filters.MultipleChoiceFilter(choices=LANGUAGES, widget=CHECKBOXES)
+    risk_level = django_filters.MultipleChoiceFilter(choices=RiskLevel.choices, widget=CHECKBOXES)
     tags = django_filters.ModelMultipleChoiceFilter(
         field_name="tags__name", to_field_name="name", queryset=Tag.objects.all(), label="Tags"
     )
     persona = django_filters.ModelChoiceFilter(queryset=Persona.objects.all())
     flags = django_filters.MultipleChoiceFilter(
-        choices=FLAG_CHOICES, method="filter_flags", label="Flags"
+        choices=FLAG_CHOICES, method="filter_flags", label="Flags", widget=CHECKBOXES
     )
     external_id = django_filters.CharFilter(lookup_expr="exact")
 
