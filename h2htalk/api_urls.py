@@ -1,10 +1,22 @@
 from django.urls import include, path
+from rest_framework import routers
 from rest_framework.authtoken.views import obtain_auth_token
-from rest_framework.routers import DefaultRouter
 
+from h2htalk.roles import IsResearcher
 from scenarios.api import PersonaViewSet, ScenarioViewSet
 
-router = DefaultRouter()
+
+class APIRootView(routers.APIRootView):
+    """The list of API endpoints (needs the role, like every endpoint it lists)."""
+
+    permission_classes = [IsResearcher]
+
+
+class Router(routers.DefaultRouter):
+    APIRootView = APIRootView
+
+
+router = Router()
 router.register("scenarios", ScenarioViewSet, basename="scenario")
 router.register("personas", PersonaViewSet, basename="persona")
 

@@ -40,6 +40,9 @@ def set_roles(request, user_id):
     wanted = [role for role in request.POST.getlist("roles") if role in ROLES]
     user.groups.remove(*Group.objects.filter(name__in=ROLES))
     user.groups.add(*Group.objects.filter(name__in=wanted))
+    if not user.is_superuser:  # admins use the Django admin too, which needs is_staff
+        user.is_staff = ADMIN in wanted
+        user.save(update_fields=["is_staff"])
     return redirect("admin_home")
 
 

@@ -18,13 +18,18 @@ def _validated(cleaner, value):
         raise serializers.ValidationError(f"{error.field}: {error.message}") from error
 
 
+class TagNamesField(serializers.ListField):
+    """Tag names in, sorted tag names out (the attribute is the scenario's tag manager)."""
+
+    def to_representation(self, data):
+        return sorted(tag.name for tag in data.all())
+
+
 class ScenarioSerializer(serializers.ModelSerializer):
     persona = serializers.SlugRelatedField(
         slug_field="name", queryset=Persona.objects.all(), allow_null=True, required=False
     )
-    tags = serializers.ListField(
-        child=serializers.CharField(max_length=60), required=False, default=list
-    )
+    tags = TagNamesField(child=serializers.CharField(max_length=60), required=False, default=list)
     history = serializers.JSONField(required=False, default=list)
     memory = serializers.JSONField(required=False, default=list)
     schedule = serializers.JSONField(required=False, default=list)
@@ -89,11 +94,6 @@ class ScenarioSerializer(serializers.ModelSerializer):
                 )
         return attrs
 
-    def to_representation(self, instance):
-        data = super().to_representation(instance)
-        data["tags"] = sorted(tag.name for tag in instance.tags.all())
-        return data
-
     def create(self, validated_data):
         tags = validated_data.pop("tags", [])
         user = self.context["request"].user
@@ -156,7 +156,7 @@ class ScenarioViewSet(
         },
     )
     @action(detail=True, methods=["post"])
-    def transition(self, request, pk=None):
+    def transition(self, request, pk=None, **kwargs):
         """Move a scenario through its review states (submit, approve, request_changes, …)."""
         form = TransitionSerializer(data=request.data)
         form.is_valid(raise_exception=True)

@@ -3,6 +3,8 @@
 import django_filters
 from django import forms
 from django.db.models import Q
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 
 from .models import Persona, Scenario, Tag
 from .taxonomy import LANGUAGES, Dimension, RiskLevel, Subtask
@@ -23,8 +25,11 @@ class ScenarioFilter(django_filters.FilterSet):
     state = django_filters.MultipleChoiceFilter(choices=Scenario.State.choices, widget=CHECKBOXES)
     language = django_filters.MultipleChoiceFilter(choices=LANGUAGES, widget=CHECKBOXES)
     risk_level = django_filters.MultipleChoiceFilter(choices=RiskLevel.choices, widget=CHECKBOXES)
-    tags = django_filters.ModelMultipleChoiceFilter(
-        field_name="tags__name", to_field_name="name", queryset=Tag.objects.all(), label="Tags"
+    # The schema type is declared: drf-spectacular cannot follow "tags__name" + to_field_name.
+    tags = extend_schema_field(OpenApiTypes.STR)(
+        django_filters.ModelMultipleChoiceFilter(
+            field_name="tags__name", to_field_name="name", queryset=Tag.objects.all(), label="Tags"
+        )
     )
     persona = django_filters.ModelChoiceFilter(queryset=Persona.objects.all())
     flags = django_filters.MultipleChoiceFilter(

@@ -1,10 +1,15 @@
 from celery import shared_task
+from celery.signals import worker_ready
+from django.conf import settings
 from django.core.files.storage import default_storage
+from django.db import transaction
 
 from h2htalk import jobs
 from h2htalk.models import Job
 
+from . import generation
 from .importers import build_plan, count_lines, write_plan
+from .models import GenerationRun
 
 
 @shared_task
@@ -45,3 +50,30 @@ def run_scenario_import(job_id: int) -> None:
         state = Job.State.SUCCEEDED
         message = f"{report.created} created, {report.updated} updated from {report.rows} rows"
     jobs.finish(job_id, state, message, report.as_dict())
+
+
+@shared_task
+def run_generation(run_id: int) -> str:
+    return generation.execute(run_id)
+
+
+@shared_task
+def resume_stale_runs() -> list[int]:
+    """Hand runs whose worker died (stale heartbeat) to a live worker."""
+    stale = generation.stale_runs()
+    for run_id in stale:
+        run_generation.delay(run_id)
+    return stale
+
+
+@worker_ready.connect
+def _resume_after_worker_start(**kwargs):
+    resume_stale_runs.apply_async(countdown=settings.GENERATION_STALE_SECONDS + 1)
+
+
+def queue_run(run: GenerationRun) -> None:
+    """Mark the run queued (new, or after a cancel, pause or crash) and hand it to a worker."""
+    GenerationRun.objects.filter(pk=run.pk).update(
+        state=GenerationRun.State.QUEUED, cancel_requested=False, message="", claim_token=""
+    )
+    transaction.on_commit(lambda: run_generation.delay(run.pk))

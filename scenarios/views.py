@@ -120,6 +120,9 @@ def scenario_bulk(request):
     query = request.POST.get("query", "")
     if request.POST.get("scope") == "all":
         filterset = ScenarioFilter(QueryDict(query), queryset=Scenario.objects.all())
+        if not filterset.is_valid():  # an invalid filter would be dropped: everything matches
+            messages.error(request, "The filter is not valid; nothing was changed.")
+            return redirect(f"{reverse('scenarios:list')}?{query}")
         ids = filterset.qs.values_list("pk", flat=True)
     else:
         ids = [int(pk) for pk in request.POST.getlist("ids") if pk.isdigit()]

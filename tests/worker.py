@@ -37,14 +37,17 @@ def database_url() -> str:
 
 
 class WorkerProcess:
-    def __init__(self, queue: str, concurrency: int = 2):
+    def __init__(self, queue: str, concurrency: int = 2, env: dict | None = None):
         self.queue = queue
         self.concurrency = concurrency
+        self.extra_env = env or {}
         self.process: subprocess.Popen | None = None
 
     def start(self):
         env = {**os.environ, "DATABASE_URL": database_url(), "SECRET_KEY": settings.SECRET_KEY}
         env["MEDIA_ROOT"] = str(settings.MEDIA_ROOT)
+        env["CELERY_TASK_DEFAULT_QUEUE"] = self.queue  # tasks the worker itself sends
+        env.update(self.extra_env)
         self.process = subprocess.Popen(
             [
                 sys.executable,
@@ -97,13 +100,13 @@ class WorkerProcess:
 
 
 @contextmanager
-def celery_worker(concurrency: int = 2):
+def celery_worker(concurrency: int = 2, env: dict | None = None):
     """Route this test's tasks to a fresh queue served by a real worker process."""
     require_broker()
     queue = f"h2htalk-test-{uuid.uuid4().hex[:8]}"
     previous = app.conf.task_default_queue
     app.conf.task_default_queue = queue
-    worker = WorkerProcess(queue, concurrency).start()
+    worker = WorkerProcess(queue, concurrency, env).start()
     try:
         yield worker
     finally:

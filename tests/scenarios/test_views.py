@@ -172,9 +172,10 @@ def test_scenario_text_is_escaped_everywhere(researcher_client, researcher):
 
 
 def test_export_then_import_into_empty_database_round_trips(researcher_client, bank):
+    import io
+
     from scenarios import services
     from scenarios.importers import import_file
-    import io
 
     for fmt in ("jsonl", "csv"):
         response = researcher_client.get(reverse("scenarios:export"), {"format": fmt})

@@ -1,0 +1,368 @@
+"""Who may open what: every URL name in the project against every role.
+
+The table below is the contract. A URL added to the project without an entry here fails
+`test_table_covers_every_url`, so each new page or endpoint gets a deliberate access decision.
+"""
+
+from dataclasses import dataclass
+from functools import cache
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from django.test import Client
+from django.urls import URLResolver, get_resolver, reverse
+
+from h2htalk.models import Job
+from scenarios.models import Scenario
+from tests.conftest import make_user
+from tests.scenarios import factories
+
+ANONYMOUS, NOROLE, ANNOTATOR, RESEARCHER, ADMIN = (
+    "anonymous",
+    "norole",
+    "annotator",
+    "researcher",
+    "admin",
+)
+ROLES = (ANONYMOUS, NOROLE, ANNOTATOR, RESEARCHER, ADMIN)
+
+EVERYONE = frozenset(ROLES)
+RESEARCH = frozenset({RESEARCHER, ADMIN})  # admins pass every role check
+RATING = frozenset({ANNOTATOR, ADMIN})
+ADMINS = frozenset({ADMIN})
+
+# url name -> the roles allowed to use it.
+EXPECTED = {
+    # Pages of the project itself.
+    "home": frozenset({ANNOTATOR, RESEARCHER, ADMIN}),  # no role: a 403 "ask an admin" page
+    "login": EVERYONE,
+    "logout": EVERYONE,
+    "admin_home": ADMINS,
+    "set_roles": ADMINS,
+    "job_detail": RESEARCH,
+    "job_progress": RESEARCH,
+    # Scenario curation.
+    "scenarios:list": RESEARCH,
+    "scenarios:create": RESEARCH,
+    "scenarios:bulk": RESEARCH,
+    "scenarios:export": RESEARCH,
+    "scenarios:import": RESEARCH,
+    "scenarios:import_confirm": RESEARCH,
+    "scenarios:personas": RESEARCH,
+    "scenarios:persona_create": RESEARCH,
+    "scenarios:persona_edit": RESEARCH,
+    "scenarios:detail": RESEARCH,
+    "scenarios:edit": RESEARCH,
+    "scenarios:review": RESEARCH,
+    "scenarios:history": RESEARCH,
+    "scenarios:revision": RESEARCH,
+    # Rating.
+    "annotation:home": RATING,
+    # REST API, its schema and docs. The token endpoint checks the password, not a role.
+    "api_token": EVERYONE,
+    "api-root": RESEARCH,
+    "scenario-list": RESEARCH,
+    "scenario-detail": RESEARCH,
+    "scenario-transition": RESEARCH,
+    "persona-list": RESEARCH,
+    "persona-detail": RESEARCH,
+    "api_schema": RESEARCH,
+    "api_docs": RESEARCH,
+}
+# Views that only accept POST: a GET by an allowed role is 405.
+POST_ONLY = {
+    "logout",
+    "set_roles",
+    "scenarios:bulk",
+    "scenarios:review",
+    "scenarios:import_confirm",
+    "scenario-transition",
+    "api_token",
+}
+# Views whose answer to an allowed role is a redirect (to that role's landing page).
+REDIRECTS = {"home"}
+# Which object a `pk` URL parameter refers to (default: the scenario).
+PK_OBJECT = {
+    "job_detail": "job",
+    "job_progress": "job",
+    "scenarios:persona_edit": "persona",
+    "persona-detail": "persona",
+}
+
+
+@cache
+def resolver_urls() -> dict[str, set[frozenset[str]]]:
+    """Every URL name in the project -> the parameter sets of its patterns.
+
+    Django admin URLs (namespace `admin`) are left out: the admin does its own staff checks
+    (tested once in `test_django_admin_needs_staff`) and has dozens of model URLs.
+    """
+    found: dict[str, set[frozenset[str]]] = {}
+
+    def walk(patterns, namespace, params):
+        for entry in patterns:
+            here = params | frozenset(entry.pattern.regex.groupindex)
+            if isinstance(entry, URLResolver):
+                if entry.namespace == "admin":
+                    continue
+                inner = f"{namespace}{entry.namespace}:" if entry.namespace else namespace
+                walk(entry.url_patterns, inner, here)
+            else:
+                name = f"{namespace}{entry.name}" if entry.name else f"<unnamed {entry.pattern}>"
+                found.setdefault(name, set()).add(here)
+
+    walk(get_resolver().url_patterns, "", frozenset())
+    return found
+
+
+@dataclass
+class World:
+    users: dict
+    target: object  # the user whose roles set_roles changes
+    persona: object
+    scenario: Scenario
+    job: Job
+
+
+@pytest.fixture(autouse=True)
+def fast_passwords(settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def world(admin_user, researcher, annotator, nobody, django_user_model):
+    persona = factories.persona("Lin")
+    scenario = factories.scenario(researcher, persona=persona, tags=["work"])
+    job = Job.objects.create(
+        kind="scenario_import",
+        state=Job.State.SUCCEEDED,
+        created_by=researcher,
+        params={"path": "imports/x/a.jsonl", "filename": "a.jsonl", "dry_run": True},
+    )
+    return World(
+        users={NOROLE: nobody, ANNOTATOR: annotator, RESEARCHER: researcher, ADMIN: admin_user},
+        target=make_user(django_user_model, "target1", "annotator"),
+        persona=persona,
+        scenario=scenario,
+        job=job,
+    )
+
+
+def login(client, world, role):
+    if role != ANONYMOUS:
+        client.force_login(world.users[role])
+    return client
+
+
+def urls_for(name, world) -> list[str]:
+    """The URL of every pattern with this name, parameters filled from the fixture objects."""
+    urls = []
+    for params in sorted(resolver_urls()[name], key=lambda p: (len(p), sorted(p))):
+        kwargs = {}
+        for param in params:
+            if param == "pk":
+                kwargs[param] = getattr(world, PK_OBJECT.get(name, "scenario")).pk
+            elif param == "format":
+                kwargs[param] = "json"
+            elif param == "number":
+                kwargs[param] = 1
+            elif param == "user_id":
+                kwargs[param] = world.target.pk
+            elif param == "job_id":
+                kwargs[param] = world.job.pk
+            else:
+                raise AssertionError(f"no test value for URL parameter {param!r} of {name}")
+        urls.append(reverse(name, kwargs=kwargs))
+    return urls
+
+
+def is_login_redirect(response, url) -> bool:
+    if response.status_code != 302:
+        return False
+    location = urlsplit(response["Location"])
+    return location.path == reverse("login") and parse_qs(location.query).get("next") == [url]
+
+
+def assert_denied(response, role, url):
+    if url.startswith("/api/"):
+        expected = {401, 403} if role == ANONYMOUS else {403}
+        assert response.status_code in expected, (role, url, response.status_code)
+    elif role == ANONYMOUS:
+        assert is_login_redirect(response, url), (
+            url,
+            response.status_code,
+            response.get("Location"),
+        )
+    else:
+        assert response.status_code == 403, (role, url, response.status_code)
+
+
+@dataclass
+class Probe:
+    """A POST that changes something when allowed, and a way to read that something."""
+
+    data: object  # world -> POST data
+    state: object  # world -> comparable state
+
+
+def _scenario_state(world):
+    scenario = Scenario.objects.get(pk=world.scenario.pk)
+    return scenario.state, scenario.revisions.count(), scenario.comments.count()
+
+
+PROBES = {
+    "set_roles": Probe(
+        data=lambda w: {"roles": ["admin", "researcher"]},
+        state=lambda w: sorted(w.target.groups.values_list("name", flat=True)),
+    ),
+    "scenarios:review": Probe(data=lambda w: {"action": "submit"}, state=_scenario_state),
+    "scenarios:bulk": Probe(
+        data=lambda w: {"action": "submit", "ids": [w.scenario.pk]}, state=_scenario_state
+    ),
+    "scenarios:import_confirm": Probe(data=lambda w: {}, state=lambda w: Job.objects.count()),
+    "scenario-transition": Probe(data=lambda w: {"action": "submit"}, state=_scenario_state),
+}
+
+
+def test_table_covers_every_url():
+    found = set(resolver_urls())
+    assert set(EXPECTED) == found, {
+        "in the resolver, not in the table": sorted(found - set(EXPECTED)),
+        "in the table, not in the resolver": sorted(set(EXPECTED) - found),
+    }
+    # The walk really descends into namespaced includes and the DRF router.
+    assert {"scenarios:list", "annotation:home", "scenario-list", "api-root"} <= found
+    assert not any(name.startswith("admin:") for name in found)
+
+
+def test_table_is_consistent():
+    assert POST_ONLY.issubset(EXPECTED) and REDIRECTS.issubset(EXPECTED)
+    assert all(roles <= EVERYONE for roles in EXPECTED.values())
+    # Every POST-only view that someone may not use has a probe showing nothing changed.
+    assert {name for name in POST_ONLY if EXPECTED[name] != EVERYONE} == set(PROBES)
+
+
+@pytest.mark.parametrize("role", ROLES)
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_access(name, role, world, client):
+    login(client, world, role)
+    urls = urls_for(name, world)
+    assert urls
+    for url in urls:
+        response = client.get(url)
+        if role in EXPECTED[name]:
+            assert not is_login_redirect(response, url), url
+            if name in POST_ONLY:
+                expected = 405
+            elif name in REDIRECTS:
+                expected = 302
+            else:
+                expected = 200
+            assert response.status_code == expected, (role, url, response.status_code)
+            continue
+
+        if name in POST_ONLY and response.status_code == 405:
+            pass  # require_POST answers before the role check; the POST below must be refused
+        else:
+            assert_denied(response, role, url)
+        if name in POST_ONLY:
+            probe = PROBES[name]
+            before = probe.state(world)
+            assert_denied(client.post(url, probe.data(world)), role, url)
+            assert probe.state(world) == before, (role, url)
+
+
+@pytest.mark.parametrize(
+    ("name", "role"),
+    [(name, role) for name in sorted(PROBES) for role in sorted(EXPECTED[name])],
+)
+def test_probe_posts_change_something_when_allowed(name, role, world, client):
+    """The control for the 'nothing changed' checks above: the same POST, allowed, does change."""
+    login(client, world, role)
+    probe = PROBES[name]
+    before = probe.state(world)
+    url = urls_for(name, world)[0]
+    response = client.post(url, probe.data(world))
+    assert response.status_code in (200, 302), response.status_code
+    assert not is_login_redirect(response, url)
+    assert probe.state(world) != before
+
+
+@pytest.mark.parametrize(
+    ("role", "landing"),
+    [(ADMIN, "/manage/"), (RESEARCHER, "/scenarios/"), (ANNOTATOR, "/rate/")],
+)
+def test_home_sends_each_role_to_its_landing_page(role, landing, world, client):
+    login(client, world, role)
+    response = client.get("/")
+    assert response.status_code == 302 and response["Location"] == landing
+    assert client.get(landing).status_code == 200
+
+
+def test_home_without_role_is_a_403_page(world, client):
+    login(client, world, NOROLE)
+    response = client.get("/")
+    assert response.status_code == 403
+    assert "no_role.html" in [t.name for t in response.templates]
+    assert "No role yet" in response.content.decode()
+
+
+def test_home_for_anonymous_goes_to_login(client):
+    assert is_login_redirect(client.get("/"), "/")
+
+
+@pytest.mark.parametrize(
+    ("role", "allowed"),
+    [(ANONYMOUS, False), (NOROLE, False), (ANNOTATOR, False), (RESEARCHER, False), (ADMIN, True)],
+)
+def test_django_admin_needs_staff(role, allowed, world, client):
+    login(client, world, role)
+    response = client.get("/django-admin/")
+    if allowed:
+        assert response.status_code == 200
+    else:
+        assert response.status_code == 302
+        location = urlsplit(response["Location"])
+        assert location.path == "/django-admin/login/"
+        assert parse_qs(location.query)["next"] == ["/django-admin/"]
+
+
+@pytest.fixture
+def csrf_client(world):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(world.users[ADMIN])
+    return client
+
+
+def _csrf_token(client) -> str:
+    client.get(reverse("scenarios:list"))
+    return client.cookies["csrftoken"].value
+
+
+@pytest.mark.parametrize("name", ["scenarios:review", "scenarios:bulk", "set_roles"])
+def test_post_without_csrf_token_is_refused(name, world, csrf_client):
+    probe = PROBES[name]
+    url = urls_for(name, world)[0]
+    before = probe.state(world)
+    response = csrf_client.post(url, probe.data(world))
+    assert response.status_code == 403
+    assert probe.state(world) == before
+
+    # Control: the same client and POST with the token goes through.
+    data = {**probe.data(world), "csrfmiddlewaretoken": _csrf_token(csrf_client)}
+    response = csrf_client.post(url, data)
+    assert response.status_code == 302 and probe.state(world) != before
+
+
+def test_api_session_post_without_csrf_token_is_refused(world, csrf_client):
+    probe = PROBES["scenario-transition"]
+    url = urls_for("scenario-transition", world)[0]
+    before = probe.state(world)
+    response = csrf_client.post(url, {"action": "submit"})
+    assert response.status_code == 403 and "CSRF" in response.json()["detail"]
+    assert probe.state(world) == before
+
+    response = csrf_client.post(
+        url, {"action": "submit"}, headers={"X-CSRFToken": _csrf_token(csrf_client)}
+    )
+    assert response.status_code == 200 and probe.state(world) != before
