@@ -1,0 +1,145 @@
+"""Browser tests: Debian's Chromium driven by Playwright (sync API) against pytest-django's live_server.
+
+Every test here is marked `browser`. Without /usr/bin/chromium they are skipped, unless the `CI`
+environment variable is set: there a missing browser is a failure. `playwright install` is never
+needed: the Debian build is launched through `executable_path`.
+
+The live server runs without DEBUG. pytest-django wraps it in staticfiles' StaticFilesHandler
+(finders, `insecure=True`), so htmx and the css are served from static/ without collectstatic;
+`assert_static_loaded` checks that they really arrived in the page.
+
+A test fails if the page logs a console error, throws an uncaught exception or gets an HTTP
+error response (a missing favicon is the one exception).
+"""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import PASSWORD
+
+# Playwright's sync API runs an asyncio loop in this thread; Django refuses ORM calls from a
+# thread with a running loop unless told that this is fine (it is: nothing else runs here).
+os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+MISSING = f"Chromium not found at {CHROMIUM}: browser tests skipped; install Debian's chromium"
+HERE = Path(__file__).resolve().parent
+TIMEOUT_MS = 5_000
+
+
+def _in_browser_dir(item) -> bool:
+    return HERE in Path(str(item.path)).resolve().parents
+
+
+def pytest_collection_modifyitems(config, items):
+    missing = not CHROMIUM.exists()
+    for item in items:
+        if not _in_browser_dir(item):
+            continue
+        item.add_marker(pytest.mark.browser)
+        if missing and not os.environ.get("CI"):
+            item.add_marker(pytest.mark.skip(reason=MISSING))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    """Turn what the browser reported during the test into a failure of the test itself."""
+    result = yield
+    problems = getattr(item, "_browser_problems", None)
+    if problems:
+        pytest.fail("The browser reported errors:\n  " + "\n  ".join(problems), pytrace=False)
+    return result
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not CHROMIUM.exists():
+        pytest.fail(
+            f"Chromium not found at {CHROMIUM}: CI is set, so a missing browser is a failure; "
+            "install Debian's chromium",
+            pytrace=False,
+        )
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
+        )
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    """Users are created (and log in) in every test: skip the deliberately slow hasher."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+def _is_favicon(url: str) -> bool:
+    return url.split("?", 1)[0].endswith("/favicon.ico")
+
+
+@pytest.fixture
+def page(browser, live_server, request):
+    """A fresh browser context (no cookies) per test, pointed at the live server."""
+    context = browser.new_context(base_url=live_server.url, locale="en-US")
+    context.set_default_timeout(TIMEOUT_MS)
+    context.set_default_navigation_timeout(2 * TIMEOUT_MS)
+    tab = context.new_page()
+    problems: list[str] = []
+
+    def on_console(message):
+        url = (message.location or {}).get("url", "")
+        if message.type == "error" and not _is_favicon(url) and "favicon.ico" not in message.text:
+            problems.append(f"console error: {message.text} ({url})")
+
+    def on_response(response):
+        if response.status >= 400 and not _is_favicon(response.url):
+            problems.append(f"HTTP {response.status}: {response.request.method} {response.url}")
+
+    tab.on("console", on_console)
+    tab.on("pageerror", lambda error: problems.append(f"uncaught exception: {error}"))
+    tab.on("response", on_response)
+    request.node._browser_problems = problems
+    yield tab
+    context.close()
+
+
+def assert_static_loaded(page):
+    """htmx and the stylesheet really reached the page (not just a tag pointing at a 404)."""
+    assert page.evaluate("typeof window.htmx") == "object", "htmx did not load"
+    assert page.evaluate("typeof window.htmx.ajax") == "function"
+    background = page.evaluate("getComputedStyle(document.documentElement).backgroundColor")
+    assert background == "rgb(247, 248, 250)", f"app.css did not apply (background {background})"
+
+
+@pytest.fixture
+def log_in(page):
+    """Log in through the real login form; returns the page on the user's landing page."""
+
+    def log_in(user, password=PASSWORD):
+        page.goto("/login/")
+        page.get_by_label("Username").fill(user.username)
+        page.get_by_label("Password").fill(password)
+        page.get_by_role("button", name="Log in").click()
+        page.wait_for_url(lambda url: "/login/" not in url)
+        assert_static_loaded(page)
+        return page
+
+    return log_in
+
+
+@pytest.fixture
+def researcher_page(log_in, researcher):
+    return log_in(researcher)
