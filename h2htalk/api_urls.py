@@ -4,6 +4,7 @@ from rest_framework.authtoken.views import obtain_auth_token
 
 from h2htalk.roles import IsResearcher
 from scenarios.api import PersonaViewSet, ScenarioViewSet
+from scenarios.companion_api import CompanionViewSet, GenerationRunViewSet, ResponseViewSet
 
 
 class APIRootView(routers.APIRootView):
@@ -19,6 +20,9 @@ class Router(routers.DefaultRouter):
 router = Router()
 router.register("scenarios", ScenarioViewSet, basename="scenario")
 router.register("personas", PersonaViewSet, basename="persona")
+router.register("companions", CompanionViewSet, basename="companion")
+router.register("runs", GenerationRunViewSet, basename="run")
+router.register("responses", ResponseViewSet, basename="response")
 
 urlpatterns = [
     path("token/", obtain_auth_token, name="api_token"),

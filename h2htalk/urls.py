@@ -14,6 +14,7 @@ urlpatterns = [
     path("jobs/<int:pk>/", views.job_detail, name="job_detail"),
     path("jobs/<int:pk>/progress/", views.job_progress, name="job_progress"),
     path("scenarios/", include("scenarios.urls")),
+    path("companions/", include("scenarios.companion_urls")),
     path("rate/", include("annotation.urls")),
     path("api/", include("h2htalk.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api_schema"),

@@ -13,7 +13,7 @@ from django.test import Client
 from django.urls import URLResolver, get_resolver, reverse
 
 from h2htalk.models import Job
-from scenarios.models import Scenario
+from scenarios.models import CompanionModel, GenerationRun, Response, Scenario
 from tests.conftest import make_user
 from tests.scenarios import factories
 
@@ -68,6 +68,26 @@ EXPECTED = {
     "persona-detail": RESEARCH,
     "api_schema": RESEARCH,
     "api_docs": RESEARCH,
+    # Companions, generation runs and responses (model names: researchers only).
+    "companions:list": RESEARCH,
+    "companions:create": RESEARCH,
+    "companions:edit": RESEARCH,
+    "companions:runs": RESEARCH,
+    "companions:run_create": RESEARCH,
+    "companions:run": RESEARCH,
+    "companions:run_progress": RESEARCH,
+    "companions:run_cancel": RESEARCH,
+    "companions:run_resume": RESEARCH,
+    "companions:responses": RESEARCH,
+    "companions:response_export": RESEARCH,
+    "companion-list": RESEARCH,
+    "companion-detail": RESEARCH,
+    "run-list": RESEARCH,
+    "run-detail": RESEARCH,
+    "run-cancel": RESEARCH,
+    "run-resume": RESEARCH,
+    "response-list": RESEARCH,
+    "response-detail": RESEARCH,
 }
 # Views that only accept POST: a GET by an allowed role is 405.
 POST_ONLY = {
@@ -78,6 +98,10 @@ POST_ONLY = {
     "scenarios:import_confirm",
     "scenario-transition",
     "api_token",
+    "companions:run_cancel",
+    "companions:run_resume",
+    "run-cancel",
+    "run-resume",
 }
 # Views whose answer to an allowed role is a redirect (to that role's landing page).
 REDIRECTS = {"home"}
@@ -87,6 +111,16 @@ PK_OBJECT = {
     "job_progress": "job",
     "scenarios:persona_edit": "persona",
     "persona-detail": "persona",
+    "companions:edit": "companion",
+    "companion-detail": "companion",
+    "companions:run": "run",
+    "companions:run_progress": "run",
+    "companions:run_resume": "run",
+    "run-detail": "run",
+    "run-resume": "run",
+    "companions:run_cancel": "active_run",
+    "run-cancel": "active_run",
+    "response-detail": "response",
 }
 
 
@@ -122,6 +156,10 @@ class World:
     persona: object
     scenario: Scenario
     job: Job
+    companion: CompanionModel
+    run: GenerationRun  # cancelled: resuming queues it again
+    active_run: GenerationRun  # queued: cancelling stops it
+    response: Response
 
 
 @pytest.fixture(autouse=True)
@@ -139,12 +177,27 @@ def world(admin_user, researcher, annotator, nobody, django_user_model):
         created_by=researcher,
         params={"path": "imports/x/a.jsonl", "filename": "a.jsonl", "dry_run": True},
     )
+    companion = CompanionModel.objects.create(
+        name="alpha", base_url="http://127.0.0.1:9/v1", model_id="alpha"
+    )
+    run = GenerationRun.objects.create(name="old run", state=GenerationRun.State.CANCELLED)
+    active_run = GenerationRun.objects.create(name="new run", state=GenerationRun.State.QUEUED)
+    for each in (run, active_run):
+        each.scenarios.add(scenario)
+        each.companions.add(companion)
+    response = Response.objects.create(
+        run=run, scenario=scenario, companion=companion, text="hello"
+    )
     return World(
         users={NOROLE: nobody, ANNOTATOR: annotator, RESEARCHER: researcher, ADMIN: admin_user},
         target=make_user(django_user_model, "target1", "annotator"),
         persona=persona,
         scenario=scenario,
         job=job,
+        companion=companion,
+        run=run,
+        active_run=active_run,
+        response=response,
     )
 
 
@@ -210,6 +263,11 @@ def _scenario_state(world):
     return scenario.state, scenario.revisions.count(), scenario.comments.count()
 
 
+def _run_state(run):
+    run = GenerationRun.objects.get(pk=run.pk)
+    return run.state, run.cancel_requested
+
+
 PROBES = {
     "set_roles": Probe(
         data=lambda w: {"roles": ["admin", "researcher"]},
@@ -221,6 +279,10 @@ PROBES = {
     ),
     "scenarios:import_confirm": Probe(data=lambda w: {}, state=lambda w: Job.objects.count()),
     "scenario-transition": Probe(data=lambda w: {"action": "submit"}, state=_scenario_state),
+    "companions:run_cancel": Probe(data=lambda w: {}, state=lambda w: _run_state(w.active_run)),
+    "run-cancel": Probe(data=lambda w: {}, state=lambda w: _run_state(w.active_run)),
+    "companions:run_resume": Probe(data=lambda w: {}, state=lambda w: _run_state(w.run)),
+    "run-resume": Probe(data=lambda w: {}, state=lambda w: _run_state(w.run)),
 }
 
 
