@@ -171,7 +171,7 @@ def test_response_browser_side_by_side_and_filters(researcher_client, researcher
 
 
 def test_response_export_jsonl_and_csv(researcher_client, researcher, companions):
-    scenario, run = _seed_responses(researcher, companions)
+    scenario, _run = _seed_responses(researcher, companions)
     url = reverse("companions:response_export")
     body = b"".join(researcher_client.get(url, {"format": "jsonl"}).streaming_content)
     rows = [json.loads(line) for line in body.decode().splitlines()]
