@@ -21,6 +21,12 @@ def make_user(django_user_model, username, role=None):
 
 
 @pytest.fixture(autouse=True)
+def fast_password_hasher(settings):
+    """Tests create many users; the production hasher is deliberately slow."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
 def media_in_tmp(settings, tmp_path):
     """Uploads go to a per-test folder, never into the checkout."""
     settings.MEDIA_ROOT = tmp_path / "media"

@@ -1,0 +1,196 @@
+"""Rating campaigns, their pairwise comparisons, assignments to annotators, and judgments.
+
+Blindness: annotators only ever see an Assignment through its random `key`; which response
+is shown on the left is drawn per assignment (`left_is_a`). A judgment is stored both as the
+annotator saw it (left/right) and keyed by the model pair (`preference`: negative = response A
+of the comparison better, whose companion has the lower id), so votes from different layouts
+agree.
+"""
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from scenarios.models import CompanionModel, GenerationRun, Response, Scenario
+
+RATING_DIMENSIONS = [
+    ("empathy", "Empathy"),
+    ("fluency", "Fluency"),
+    ("memory_use", "Memory use"),
+    ("planning", "Planning"),
+    ("persona_consistency", "Persona consistency"),
+    ("safety", "Safety (SAP)"),
+]
+# Screen choice -> label; stored as -2..2 with negative = left better.
+PREFERENCE_CHOICES = [
+    (-2, "A much better"),
+    (-1, "A better"),
+    (0, "Tie"),
+    (1, "B better"),
+    (2, "B much better"),
+]
+
+
+class Campaign(models.Model):
+    class State(models.TextChoices):
+        DRAFT = "draft"
+        OPEN = "open"
+        PAUSED = "paused"
+        CLOSED = "closed"
+
+    class Pairing(models.TextChoices):
+        ALL_PAIRS = "all_pairs", "All pairs per scenario"
+        RANDOM_PAIRS = "random_pairs", "Fixed number of random pairs per scenario (balanced)"
+        ADAPTIVE = "adaptive", "Adaptive: most uncertain model pairs first (Bradley–Terry)"
+
+    name = models.CharField(max_length=150, unique=True)
+    description = models.TextField(blank=True)
+    guidelines = models.TextField(
+        blank=True, help_text="Markdown, shown (sanitised) to annotators beside every item."
+    )
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="owned_campaigns"
+    )
+    members = models.ManyToManyField(
+        settings.AUTH_USER_MODEL,
+        blank=True,
+        related_name="member_campaigns",
+        help_text="Researchers who may see and manage this campaign with the owner.",
+    )
+    annotators = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, blank=True, related_name="rating_campaigns"
+    )
+    state = models.CharField(max_length=10, choices=State.choices, default=State.DRAFT)
+    scenario_query = models.CharField(max_length=1000, blank=True)
+    companions = models.ManyToManyField(CompanionModel, related_name="campaigns")
+    runs = models.ManyToManyField(
+        GenerationRun, related_name="campaigns", help_text="Where the responses come from."
+    )
+    pairing = models.CharField(max_length=20, choices=Pairing.choices, default=Pairing.ALL_PAIRS)
+    pairs_per_scenario = models.PositiveSmallIntegerField(
+        default=1, help_text="For random and adaptive pairing."
+    )
+    overlap = models.PositiveSmallIntegerField(
+        "annotators per comparison (k)", default=3, help_text="Judgments each comparison gets."
+    )
+    gold_share = models.FloatField(
+        default=0.0, help_text="Share of items an annotator sees that are gold (0–0.5)."
+    )
+    lease_minutes = models.PositiveSmallIntegerField(
+        default=15, help_text="An unanswered item returns to the queue after this long."
+    )
+    seed = models.PositiveIntegerField(default=0, help_text="Seed for pairing and side draws.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return self.name
+
+
+class Comparison(models.Model):
+    """Two responses to one scenario. response_a's companion has the lower id (canonical order)."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="comparisons")
+    scenario = models.ForeignKey(Scenario, on_delete=models.PROTECT, related_name="+")
+    response_a = models.ForeignKey(Response, on_delete=models.PROTECT, related_name="+")
+    response_b = models.ForeignKey(Response, on_delete=models.PROTECT, related_name="+")
+    is_gold = models.BooleanField(default=False)
+    gold_preference = models.SmallIntegerField(
+        null=True, blank=True, help_text="Known answer keyed by the pair: <0 A better, >0 B better"
+    )
+    gold_note = models.TextField(blank=True, help_text="Why (shown to researchers only).")
+    judgment_count = models.PositiveSmallIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["campaign", "response_a", "response_b"], name="one_comparison_per_pair"
+            )
+        ]
+        indexes = [models.Index(fields=["campaign", "is_gold", "judgment_count"])]
+
+    def __str__(self):
+        return f"comparison {self.pk} in {self.campaign}"
+
+
+class Assignment(models.Model):
+    """One comparison handed to one annotator, with the side layout they saw."""
+
+    class State(models.TextChoices):
+        OPEN = "open"
+        SUBMITTED = "submitted"
+        SKIPPED = "skipped"
+        REJECTED = "rejected", "Rejected (comparison already full)"
+
+    key = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    comparison = models.ForeignKey(Comparison, on_delete=models.CASCADE, related_name="assignments")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments"
+    )
+    left_is_a = models.BooleanField(help_text="True when response A was shown on the left.")
+    state = models.CharField(max_length=10, choices=State.choices, default=State.OPEN)
+    issued_at = models.DateTimeField(auto_now_add=True)
+    lease_expires_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+    skip_reason = models.CharField(max_length=300, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["comparison", "annotator"], name="annotator_sees_comparison_once"
+            )
+        ]
+        indexes = [
+            models.Index(fields=["annotator", "state"]),
+            models.Index(
+                fields=["comparison", "lease_expires_at"],
+                condition=Q(state="open"),
+                name="open_assignment_lease",
+            ),
+        ]
+
+    def __str__(self):
+        return f"assignment {self.key}"
+
+
+class Judgment(models.Model):
+    """A submitted vote. `preference` is keyed by the pair (positive = response B better)."""
+
+    assignment = models.OneToOneField(Assignment, on_delete=models.CASCADE, related_name="judgment")
+    comparison = models.ForeignKey(Comparison, on_delete=models.CASCADE, related_name="judgments")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="judgments"
+    )
+    screen_preference = models.SmallIntegerField(
+        choices=PREFERENCE_CHOICES, help_text="As seen: negative = left better."
+    )
+    preference = models.SmallIntegerField(
+        help_text="Keyed by the pair: negative = response A better, positive = response B."
+    )
+    both_unacceptable = models.BooleanField(default=False)
+    ratings = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='Optional 1–5 ratings keyed by the pair: {"a": {dim: n}, "b": {dim: n}}',
+    )
+    rationale = models.TextField(blank=True)
+    time_on_task_ms = models.PositiveIntegerField(help_text="Issued → submitted, measured by us.")
+    client_time_ms = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Visible time on the page, measured in the browser."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["annotator", "created_at"])]
+
+    def __str__(self):
+        return f"judgment on {self.comparison_id} by {self.annotator_id}"
+
+    @property
+    def prefers_left(self) -> bool:
+        return self.screen_preference < 0

@@ -1,0 +1,244 @@
+"""The rating queue: fair, concurrency-safe hand-out of comparisons, and idempotent submission.
+
+next_assignment locks candidate comparisons with SELECT … FOR UPDATE SKIP LOCKED, so annotators
+pressing "next" at once never wait on each other and never both take the last slot of a
+comparison. A comparison is handed out only while judgments + live leases < k; submit locks
+the comparison row and re-checks judgments < k, so no comparison ever gets more than k
+judgments even when a lease expired and its slot went to someone else.
+"""
+
+import random
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.db import transaction
+from django.db.models import Count, F, IntegerField, OuterRef, Subquery, Value
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from .models import RATING_DIMENSIONS, Assignment, Campaign, Comparison, Judgment
+
+SKIP_REASONS = [
+    ("cannot_judge", "I cannot judge this one"),
+    ("language", "I do not read this language well enough"),
+    ("offensive", "Disturbing or offensive content"),
+    ("broken", "Something is broken or missing"),
+    ("other", "Other"),
+]
+DIMENSIONS = [name for name, _ in RATING_DIMENSIONS]
+
+
+class QueueError(Exception):
+    """A problem the annotator should read (not a server error)."""
+
+
+class NotYours(QueueError):
+    pass
+
+
+@dataclass
+class Submission:
+    screen_preference: int
+    both_unacceptable: bool = False
+    ratings: dict | None = None  # {"left"|"right": {dimension: 1..5}}
+    rationale: str = ""
+    client_time_ms: int | None = None
+
+
+def _live_leases(now):
+    return (
+        Assignment.objects.filter(
+            comparison=OuterRef("pk"), state=Assignment.State.OPEN, lease_expires_at__gt=now
+        )
+        .values("comparison")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+
+
+def current_assignment(user, campaign: Campaign) -> Assignment | None:
+    """The annotator's unexpired open item in this campaign, if any (reloading shows it again)."""
+    return (
+        Assignment.objects.filter(
+            annotator=user,
+            comparison__campaign=campaign,
+            state=Assignment.State.OPEN,
+            lease_expires_at__gt=timezone.now(),
+        )
+        .order_by("issued_at")
+        .first()
+    )
+
+
+def _take(user, campaign: Campaign, gold: bool, now) -> Assignment | None:
+    seen = Assignment.objects.filter(annotator=user, comparison__campaign=campaign).values(
+        "comparison_id"
+    )
+    candidates = (
+        Comparison.objects.select_for_update(skip_locked=True, of=("self",))
+        .filter(campaign=campaign, is_gold=gold)
+        .exclude(pk__in=seen)
+    )
+    if gold:
+        candidates = candidates.order_by("judgment_count", "pk")
+    else:
+        candidates = (
+            candidates.annotate(
+                live=Coalesce(Subquery(_live_leases(now)), Value(0), output_field=IntegerField())
+            )
+            .annotate(load=F("judgment_count") + F("live"))
+            .filter(load__lt=campaign.overlap)
+            .order_by("-load", "pk")  # finish what is started
+        )
+    comparison = candidates.first()
+    if comparison is None:
+        return None
+    return Assignment.objects.create(
+        comparison=comparison,
+        annotator=user,
+        left_is_a=random.random() < 0.5,
+        lease_expires_at=now + timedelta(minutes=campaign.lease_minutes),
+    )
+
+
+def next_assignment(user, campaign: Campaign) -> Assignment | None:
+    """The annotator's current item, or a new one; None when nothing is left for them."""
+    if campaign.state != Campaign.State.OPEN:
+        raise QueueError("This campaign is not open for rating right now.")
+    existing = current_assignment(user, campaign)
+    if existing:
+        return existing
+    want_gold = campaign.gold_share > 0 and random.random() < campaign.gold_share
+    now = timezone.now()
+    with transaction.atomic():
+        assignment = _take(user, campaign, gold=want_gold, now=now)
+        if assignment is None and want_gold:
+            assignment = _take(user, campaign, gold=False, now=now)
+    return assignment
+
+
+def _keyed_ratings(ratings: dict | None, left_is_a: bool) -> dict:
+    keyed = {}
+    for side, values in (ratings or {}).items():
+        if side not in ("left", "right") or not isinstance(values, dict):
+            raise QueueError("Ratings must be given for the left or right response.")
+        clean = {}
+        for dimension, value in values.items():
+            if dimension not in DIMENSIONS:
+                raise QueueError(f"Unknown rating dimension {dimension!r}.")
+            if value in (None, ""):
+                continue
+            if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 5:
+                raise QueueError(f"Rating {dimension} must be 1–5.")
+            clean[dimension] = value
+        if clean:
+            keyed["a" if (side == "left") == left_is_a else "b"] = clean
+    return keyed
+
+
+def submit(user, key, submission: Submission) -> Judgment:
+    """Store one judgment for this assignment; a replay returns the stored one unchanged."""
+    if submission.screen_preference not in (-2, -1, 0, 1, 2):
+        raise QueueError("Choose a preference from A much better to B much better.")
+    if len(submission.rationale) > 5000:
+        raise QueueError("The rationale is limited to 5,000 characters.")
+    with transaction.atomic():
+        assignment = _own_assignment(user, key, lock=True)
+        if assignment.state == Assignment.State.SUBMITTED:
+            return assignment.judgment
+        if assignment.state != Assignment.State.OPEN:
+            raise QueueError(f"This item was already {assignment.get_state_display().lower()}.")
+        comparison = Comparison.objects.select_for_update().get(pk=assignment.comparison_id)
+        campaign = comparison.campaign
+        now = timezone.now()
+        full = not comparison.is_gold and comparison.judgment_count >= campaign.overlap
+        if full:
+            assignment.state = Assignment.State.REJECTED
+            assignment.finished_at = now
+            assignment.save(update_fields=["state", "finished_at"])
+        else:
+            judgment = _record(assignment, comparison, user, submission, now)
+    if full:
+        raise QueueError("This item already has enough votes; here is the next one.")
+    return judgment
+
+
+def _record(assignment, comparison, user, submission: Submission, now) -> Judgment:
+    judgment = Judgment.objects.create(
+        assignment=assignment,
+        comparison=comparison,
+        annotator=user,
+        screen_preference=submission.screen_preference,
+        preference=submission.screen_preference
+        if assignment.left_is_a
+        else -submission.screen_preference,
+        both_unacceptable=submission.both_unacceptable,
+        ratings=_keyed_ratings(submission.ratings, assignment.left_is_a),
+        rationale=submission.rationale.strip(),
+        time_on_task_ms=int((now - assignment.issued_at).total_seconds() * 1000),
+        client_time_ms=submission.client_time_ms,
+    )
+    Comparison.objects.filter(pk=comparison.pk).update(judgment_count=F("judgment_count") + 1)
+    assignment.state = Assignment.State.SUBMITTED
+    assignment.finished_at = now
+    assignment.save(update_fields=["state", "finished_at"])
+    return judgment
+
+
+def skip(user, key, reason: str, note: str = "") -> Assignment:
+    reasons = dict(SKIP_REASONS)
+    if reason not in reasons:
+        raise QueueError("Choose why you skip this item.")
+    with transaction.atomic():
+        assignment = _own_assignment(user, key, lock=True)
+        if assignment.state == Assignment.State.SKIPPED:
+            return assignment
+        if assignment.state != Assignment.State.OPEN:
+            raise QueueError(f"This item was already {assignment.get_state_display().lower()}.")
+        assignment.state = Assignment.State.SKIPPED
+        assignment.skip_reason = f"{reason}: {note.strip()}"[:300] if note.strip() else reason
+        assignment.finished_at = timezone.now()
+        assignment.save(update_fields=["state", "skip_reason", "finished_at"])
+    return assignment
+
+
+def _own_assignment(user, key, lock: bool = False) -> Assignment:
+    queryset = Assignment.objects.select_related("comparison__campaign")
+    if lock:
+        queryset = queryset.select_for_update(of=("self",))
+    try:
+        assignment = queryset.get(key=key)
+    except (Assignment.DoesNotExist, ValueError, TypeError) as error:
+        raise NotYours("No such item.") from error
+    if assignment.annotator_id != user.pk:
+        raise NotYours("No such item.")  # same answer as a missing one: nothing leaks
+    return assignment
+
+
+@dataclass
+class AnnotatorProgress:
+    done_today: int
+    done_total: int
+    left_for_me: int
+    campaign_done: int
+    campaign_target: int
+
+
+def progress_for(user, campaign: Campaign) -> AnnotatorProgress:
+    start_of_day = timezone.localtime().replace(hour=0, minute=0, second=0, microsecond=0)
+    mine = Judgment.objects.filter(annotator=user, comparison__campaign=campaign)
+    seen = Assignment.objects.filter(annotator=user, comparison__campaign=campaign).values(
+        "comparison_id"
+    )
+    regular = campaign.comparisons.filter(is_gold=False)
+    return AnnotatorProgress(
+        done_today=mine.filter(created_at__gte=start_of_day).count(),
+        done_total=mine.count(),
+        left_for_me=regular.filter(judgment_count__lt=campaign.overlap)
+        .exclude(pk__in=seen)
+        .count(),
+        campaign_done=Judgment.objects.filter(
+            comparison__campaign=campaign, comparison__is_gold=False
+        ).count(),
+        campaign_target=regular.count() * campaign.overlap,
+    )
