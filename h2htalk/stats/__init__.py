@@ -1,0 +1,1 @@
+"""Statistics on plain arrays and DataFrames (no ORM), shared by annotation and scoring."""
