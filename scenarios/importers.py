@@ -45,6 +45,7 @@ PERSONA_FIELDS = ("name", "summary", "character", "language", "sap_enabled", "sa
 SHAREGPT_ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant"}
 SHAREGPT_ROLES |= {"bot": "assistant", "system": "system"}
 BATCH = 500
+STATE_VALUES = frozenset(Scenario.State.values)
 
 
 class ImportFailed(Exception):
@@ -333,7 +334,7 @@ def clean_row(raw: dict, line: int, default_subtask: str, inline_personas: dict)
     if len(external_id) > 100:
         raise v.FieldError("external_id", "is longer than 100 characters")
     state = raw.get("state") or ""
-    if state and state not in Scenario.State.values:
+    if state and state not in STATE_VALUES:
         raise v.FieldError("state", f"{state!r} is not one of {Scenario.State.values}")
     return {
         "external_id": external_id,
@@ -429,7 +430,10 @@ def _match_existing(plan: Plan, rows: list[Row], initial_state: str) -> None:
     for start in range(0, len(keyed), BATCH):
         chunk = keyed[start : start + BATCH]
         for scenario in (
-            Scenario.objects.filter(external_id__in={r.data["external_id"] for r in chunk})
+            Scenario.objects.filter(
+                subtask__in={r.data["subtask"] for r in chunk},
+                external_id__in={r.data["external_id"] for r in chunk},
+            )
             .select_related("persona")
             .prefetch_related("tags")
         ):

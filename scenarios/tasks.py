@@ -77,3 +77,62 @@ def queue_run(run: GenerationRun) -> None:
         state=GenerationRun.State.QUEUED, cancel_requested=False, message="", claim_token=""
     )
     transaction.on_commit(lambda: run_generation.delay(run.pk))
+
+
+@shared_task
+def run_response_import(job_id: int) -> None:
+    """Preview (dry run) or write one uploaded response file (.zip or .jsonl) into an import run.
+
+    Job params: path (of the stored upload), filename, run_name (empty: from the file name) and
+    dry_run. The Job row carries the report.
+    """
+    from contextlib import suppress
+
+    from .response_import import (
+        ResponseImportFailed,
+        build_response_plan,
+        count_input_lines,
+        write_response_plan,
+    )
+
+    job = jobs.start(job_id)
+    params = job.params
+    try:
+        with default_storage.open(params["path"], "rb") as stream:
+            lines = count_input_lines(stream, params["filename"])
+            plan = build_response_plan(
+                stream,
+                params.get("run_name") or "",
+                filename=params["filename"],
+                progress=lambda n: jobs.report_progress(job_id, n, lines, "checking rows"),
+            )
+            report = plan.report
+            if not params["dry_run"] and report.ok:
+                # ResponseImportFailed here means the input changed since the check: the
+                # report then carries the errors, and nothing was written.
+                with suppress(ResponseImportFailed):
+                    write_response_plan(
+                        plan,
+                        job.created_by,
+                        progress=lambda n: jobs.report_progress(job_id, n, report.lines, "writing"),
+                    )
+    except Exception as error:
+        jobs.finish(job_id, Job.State.FAILED, f"{type(error).__name__}: {error}")
+        raise
+    if report.errors:
+        state = Job.State.FAILED
+        message = f"{report.error_count} error(s) in {report.rows} responses: nothing was written"
+    elif params["dry_run"]:
+        state = Job.State.SUCCEEDED
+        message = (
+            f"{report.rows} responses checked for run {report.run}: {report.created} new, "
+            f"{report.updated} changed, {report.unchanged} unchanged, "
+            f"{report.companions_created} new companions; ready to import"
+        )
+    else:
+        state = Job.State.SUCCEEDED
+        message = (
+            f"{report.created} created, {report.updated} updated, {report.unchanged} unchanged "
+            f"in run {report.run}"
+        )
+    jobs.finish(job_id, state, message, report.as_dict())

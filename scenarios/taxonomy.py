@@ -23,10 +23,14 @@ class Subtask(models.TextChoices):
     ITINERARY_INITIALIZE = "itinerary_initialize", "Itinerary · proactive greeting"
 
 
+SUBTASK_VALUES = frozenset(Subtask.values)
+DIMENSION_VALUES = frozenset(Dimension.values)
+
+
 def dimension_of(subtask: str) -> str:
     """Every subtask name starts with its dimension."""
     dimension = subtask.split("_", 1)[0]
-    if subtask not in Subtask.values or dimension not in Dimension.values:
+    if subtask not in SUBTASK_VALUES or dimension not in DIMENSION_VALUES:
         raise ValueError(f"unknown subtask {subtask!r}")
     return dimension
 

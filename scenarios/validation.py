@@ -6,13 +6,14 @@ inside it) so importers can report "line 12, field history[3].role: ...".
 
 import re
 
-from .taxonomy import LANGUAGES, RiskLevel, Subtask
+from .taxonomy import LANGUAGES, SUBTASK_VALUES, RiskLevel, Subtask
 
 MAX_TEXT_CHARS = 20_000
 MAX_ITEMS = 200
 HISTORY_ROLES = ("user", "assistant", "system")
 TIME_RE = re.compile(r"^([01]\d|2[0-3]):[0-5]\d$")
 LANGUAGE_CODES = [code for code, _ in LANGUAGES]
+RISK_VALUES = RiskLevel.values
 
 
 class FieldError(ValueError):
@@ -39,7 +40,7 @@ def clean_text(value, field: str, required: bool = False) -> str:
 def clean_subtask(value) -> str:
     if not value:
         raise FieldError("subtask", "is required")
-    if value not in Subtask.values:
+    if value not in SUBTASK_VALUES:
         raise FieldError("subtask", f"unknown subtask {value!r}; expected one of {Subtask.values}")
     return value
 
@@ -53,7 +54,7 @@ def clean_choice(value, field: str, choices: list[str], default: str) -> str:
 
 
 def clean_risk(value) -> str:
-    return clean_choice(value, "risk_level", RiskLevel.values, RiskLevel.NONE)
+    return clean_choice(value, "risk_level", RISK_VALUES, RiskLevel.NONE)
 
 
 def clean_language(value) -> str:

@@ -1,8 +1,18 @@
+import json
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
 from ..taxonomy import DEFAULT_SAP_BLOCK, LANGUAGES, Dimension, RiskLevel, Subtask
+
+
+class UnicodeJSONEncoder(json.JSONEncoder):
+    """Store CJK text as UTF-8, not \\uXXXX escapes (smaller, and cheaper to send to PostgreSQL)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs["ensure_ascii"] = False
+        super().__init__(*args, **kwargs)
 
 
 class Persona(models.Model):
@@ -62,15 +72,22 @@ class Scenario(models.Model):
         Persona, null=True, blank=True, on_delete=models.PROTECT, related_name="scenarios"
     )
     history = models.JSONField(
-        default=list, blank=True, help_text='Turns before the final message: [{"role", "content"}]'
+        encoder=UnicodeJSONEncoder,
+        default=list,
+        blank=True,
+        help_text='Turns before the final message: [{"role", "content"}]',
     )
     memory = models.JSONField(
+        encoder=UnicodeJSONEncoder,
         default=list,
         blank=True,
         help_text='Memory entries: [{"content", "category", "importance": 0|1|2}]',
     )
     schedule = models.JSONField(
-        default=list, blank=True, help_text='Today\'s plan: [{"time": "HH:MM", "activity"}]'
+        encoder=UnicodeJSONEncoder,
+        default=list,
+        blank=True,
+        help_text='Today\'s plan: [{"time": "HH:MM", "activity"}]',
     )
     user_message = models.TextField(blank=True)
     reference_response = models.TextField(blank=True)
@@ -150,8 +167,10 @@ class Revision(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     action = models.CharField(max_length=10, choices=Action.choices)
     note = models.CharField(max_length=300, blank=True)
-    snapshot = models.JSONField()
-    changes = models.JSONField(default=dict, help_text="{field: [old, new]}")
+    snapshot = models.JSONField(encoder=UnicodeJSONEncoder)
+    changes = models.JSONField(
+        encoder=UnicodeJSONEncoder, default=dict, help_text="{field: [old, new]}"
+    )
 
     class Meta:
         ordering = ["scenario", "-number"]

@@ -1,0 +1,70 @@
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+from tqdm import tqdm
+
+from scenarios.response_import import (
+    Input,
+    ResponseImportFailed,
+    build_response_plan,
+    count_input_lines,
+    write_response_plan,
+)
+
+
+class Command(BaseCommand):
+    help = (
+        "Import companion responses into an import run (all or nothing per PATH): a directory "
+        "or .zip in the H2HTalk evaluator layout (<model>/<subtask>.jsonl), or a platform .jsonl."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("paths", nargs="+", metavar="PATH")
+        parser.add_argument(
+            "--run", default="", help="name of the import run (default: the file or folder name)"
+        )
+        parser.add_argument("--dry-run", action="store_true", help="check and count only")
+        parser.add_argument("--user", default="", help="username recorded as the run's author")
+
+    def handle(self, *args, **options):
+        author = None
+        if options["user"]:
+            author = get_user_model().objects.filter(username=options["user"]).first()
+            if author is None:
+                raise CommandError(f"no user {options['user']!r}")
+        failed = False
+        for path in options["paths"]:
+            source = Input(path)
+            try:
+                total = count_input_lines(source)
+            except OSError as error:
+                raise CommandError(f"{path}: {error.strerror or error}") from error
+            with tqdm(total=total, desc=f"checking {path}", unit="line") as bar:
+                plan = build_response_plan(
+                    source, options["run"], progress=lambda n: bar.update(n - bar.n)
+                )
+            report = plan.report
+            if report.ok and not options["dry_run"]:
+                try:
+                    with tqdm(total=report.lines, desc="writing", unit="line") as bar:
+                        write_response_plan(plan, author, progress=lambda n: bar.update(n - bar.n))
+                except ResponseImportFailed:
+                    pass  # reported below
+            if not report.ok:
+                failed = True
+                for error in report.errors:
+                    self.stderr.write(f"{path}: {error}")
+                if report.error_count > len(report.errors):
+                    self.stderr.write(
+                        f"{path}: … and {report.error_count - len(report.errors)} more"
+                    )
+                self.stderr.write(f"{path}: {report.error_count} error(s); nothing written")
+                continue
+            new = ", ".join(report.new_companions)
+            self.stdout.write(
+                f"{path}: {report.rows} responses ({report.format}) into run {report.run!r}: "
+                f"{report.created} new, {report.updated} updated, {report.unchanged} unchanged; "
+                f"{report.companions_created} new companions{f' ({new})' if new else ''}"
+                + (" [dry run, nothing written]" if options["dry_run"] else "")
+            )
+        if failed:
+            raise CommandError("some inputs had errors and were not imported")
