@@ -1,4 +1,15 @@
-from django.urls import path  # noqa: F401 - patterns are added as the campaign pages land
+from django.urls import path
+
+from . import campaign_views as views
 
 app_name = "campaigns"
-urlpatterns = []
+urlpatterns = [
+    path("", views.campaign_list, name="list"),
+    path("new/", views.campaign_create, name="create"),
+    path("<int:pk>/", views.campaign_detail, name="detail"),
+    path("<int:pk>/edit/", views.campaign_edit, name="edit"),
+    path("<int:pk>/state/", views.campaign_state, name="state"),
+    path("<int:pk>/rebuild/", views.campaign_rebuild, name="rebuild"),
+    path("<int:pk>/gold/", views.campaign_gold, name="gold"),
+    path("<int:pk>/export/", views.campaign_export, name="export"),
+]

@@ -1,16 +1,20 @@
 """Which comparisons a campaign holds: all pairs, or balanced random pairs per scenario."""
 
 import itertools
+import math
 import random
 from collections import Counter
 
+import numpy as np
+from django.db import transaction
 from django.db.models import QuerySet
 from django.http import QueryDict
 
+from h2htalk.stats import active_sampling
 from scenarios.filters import ScenarioFilter
 from scenarios.models import Response, Scenario
 
-from .models import Campaign, Comparison
+from .models import Assignment, Campaign, Comparison, Judgment
 
 
 def campaign_scenarios(campaign: Campaign) -> QuerySet:
@@ -41,15 +45,17 @@ def choose_pairs(
     pairing: str,
     pairs_per_scenario: int,
     seed: int,
+    usage: Counter | None = None,
 ) -> list[tuple[int, int, int]]:
     """(scenario, companion low, companion high) triples.
 
     Random pairing is balanced: each scenario takes the model pairs used least so far
     (ties broken at random), so every pair of companions is compared about equally often.
+    `usage` carries the pair counts of comparisons that already exist.
     """
     rng = random.Random(seed)
     chosen = []
-    usage: Counter = Counter()
+    usage = Counter(usage or {})
     scenario_ids = sorted(companions_by_scenario)
     if pairing != Campaign.Pairing.ALL_PAIRS:
         rng.shuffle(scenario_ids)
@@ -66,12 +72,29 @@ def choose_pairs(
     return chosen
 
 
-def build_comparisons(campaign: Campaign) -> int:
-    """Create the campaign's comparisons (idempotent: existing pairs are kept). Returns new count."""
+def build_comparisons(campaign: Campaign, incremental: bool = True) -> int:
+    """Create the campaign's comparisons; returns how many are new.
+
+    Idempotent. With random pairing and `incremental`, scenarios that already have comparisons
+    keep theirs and only new scenarios are paired, continuing the balance of the existing ones
+    (so a rebuild after adding scenarios never adds pairs to old ones).
+    """
     responses = available_responses(campaign)
     by_scenario = {s: sorted(c) for s, c in responses.items() if len(c) >= 2}
+    if campaign.pairing == Campaign.Pairing.ADAPTIVE:
+        by_scenario = _burn_in(campaign, by_scenario, incremental)
+    usage: Counter = Counter()
+    if incremental and campaign.pairing != Campaign.Pairing.ALL_PAIRS:
+        existing = campaign.comparisons.values_list(
+            "scenario_id", "response_a__companion_id", "response_b__companion_id"
+        )
+        paired = set()
+        for scenario_id, low, high in existing:
+            paired.add(scenario_id)
+            usage[(low, high)] += 1
+        by_scenario = {s: c for s, c in by_scenario.items() if s not in paired}
     triples = choose_pairs(
-        by_scenario, campaign.pairing, campaign.pairs_per_scenario, campaign.seed
+        by_scenario, campaign.pairing, campaign.pairs_per_scenario, campaign.seed, usage
     )
     before = campaign.comparisons.count()
     Comparison.objects.bulk_create(
@@ -88,3 +111,83 @@ def build_comparisons(campaign: Campaign) -> int:
         ignore_conflicts=True,
     )
     return campaign.comparisons.count() - before
+
+
+BURN_IN_PER_PAIR = 2  # comparisons per model pair before the votes steer the rest
+
+
+def _burn_in(campaign: Campaign, by_scenario: dict, incremental: bool) -> dict:
+    """An adaptive campaign starts with a few balanced comparisons; the rest come from
+    `adaptive_top_up` as votes arrive. A rebuild adds nothing once it has started."""
+    if incremental and campaign.comparisons.exists():
+        return {}
+    n_models = len({c for companions in by_scenario.values() for c in companions})
+    wanted = BURN_IN_PER_PAIR * math.comb(n_models, 2)
+    chosen = sorted(by_scenario)
+    random.Random(campaign.seed).shuffle(chosen)
+    keep = chosen[: math.ceil(wanted / max(1, campaign.pairs_per_scenario))]
+    return {s: by_scenario[s] for s in keep}
+
+
+def _win_matrix(campaign: Campaign, index: dict[int, int]) -> np.ndarray:
+    """Pair-keyed votes of the campaign as a Bradley–Terry win matrix (a tie: half each)."""
+    wins = np.zeros((len(index), len(index)))
+    votes = Judgment.objects.filter(comparison__campaign=campaign, comparison__is_gold=False)
+    for low, high, preference in votes.values_list(
+        "comparison__response_a__companion_id", "comparison__response_b__companion_id", "preference"
+    ).iterator(chunk_size=5000):
+        i, j = index[low], index[high]
+        a_share = 0.5 if preference == 0 else float(preference < 0)
+        wins[i, j] += a_share
+        wins[j, i] += 1 - a_share
+    return wins
+
+
+def adaptive_top_up(campaign: Campaign, user, batch: int | None = None) -> int:
+    """Add comparisons for the model pairs whose order is least certain; returns how many
+    (0 also when every pair is already separated: the campaign is then done).
+
+    One top-up at a time (the campaign row is locked), and none while this annotator still has
+    something to rate, so many annotators running dry at once add one batch, not many.
+    """
+    with transaction.atomic():
+        campaign = Campaign.objects.select_for_update().get(pk=campaign.pk)
+        seen = Assignment.objects.filter(annotator=user, comparison__campaign=campaign)
+        still_open = campaign.comparisons.filter(
+            is_gold=False, judgment_count__lt=campaign.overlap
+        ).exclude(pk__in=seen.values("comparison_id"))
+        if still_open.exists():
+            return 1  # someone else's top-up just landed: take from it
+        responses = available_responses(campaign)
+        models = sorted({c for companions in responses.values() for c in companions})
+        index = {companion: i for i, companion in enumerate(models)}
+        batch = batch or max(10, math.comb(len(models), 2))
+        rng = np.random.default_rng(campaign.seed + campaign.comparisons.count())
+        picks = active_sampling.allocate(_win_matrix(campaign, index), batch, rng)
+        taken = set(
+            campaign.comparisons.values_list(
+                "scenario_id", "response_a__companion_id", "response_b__companion_id"
+            )
+        )
+        by_pair: dict[tuple[int, int], list[int]] = {}
+        for scenario_id, companions in responses.items():
+            for low, high in itertools.combinations(sorted(companions), 2):
+                if (scenario_id, low, high) not in taken:
+                    by_pair.setdefault((low, high), []).append(scenario_id)
+        new = []
+        for i, j in picks:
+            pair = (models[i], models[j])
+            candidates = by_pair.get(pair)
+            if not candidates:
+                continue
+            scenario_id = candidates.pop(int(rng.integers(len(candidates))))
+            new.append(
+                Comparison(
+                    campaign=campaign,
+                    scenario_id=scenario_id,
+                    response_a_id=responses[scenario_id][pair[0]],
+                    response_b_id=responses[scenario_id][pair[1]],
+                )
+            )
+        Comparison.objects.bulk_create(new, ignore_conflicts=True)
+        return len(new)

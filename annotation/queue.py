@@ -17,6 +17,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from .models import RATING_DIMENSIONS, Assignment, Campaign, Comparison, Judgment
+from .pairing import adaptive_top_up
 
 SKIP_REASONS = [
     ("cannot_judge", "I cannot judge this one"),
@@ -114,6 +115,10 @@ def next_assignment(user, campaign: Campaign) -> Assignment | None:
         assignment = _take(user, campaign, gold=want_gold, now=now)
         if assignment is None and want_gold:
             assignment = _take(user, campaign, gold=False, now=now)
+    adaptive = campaign.pairing == Campaign.Pairing.ADAPTIVE
+    if assignment is None and adaptive and adaptive_top_up(campaign, user):
+        with transaction.atomic():
+            assignment = _take(user, campaign, gold=False, now=timezone.now())
     return assignment
 
 

@@ -2,9 +2,11 @@ from django.urls import include, path
 from rest_framework import routers
 from rest_framework.authtoken.views import obtain_auth_token
 
+from annotation.api import RatingAssignmentViewSet, RatingCampaignViewSet
 from h2htalk.roles import IsResearcher
 from scenarios.api import PersonaViewSet, ScenarioViewSet
 from scenarios.companion_api import CompanionViewSet, GenerationRunViewSet, ResponseViewSet
+from scoring.api import campaign_agreement
 
 
 class APIRootView(routers.APIRootView):
@@ -23,8 +25,16 @@ router.register("personas", PersonaViewSet, basename="persona")
 router.register("companions", CompanionViewSet, basename="companion")
 router.register("runs", GenerationRunViewSet, basename="run")
 router.register("responses", ResponseViewSet, basename="response")
+# Rating, for annotators (blind: no model, response, comparison or run names or ids).
+router.register("rate/campaigns", RatingCampaignViewSet, basename="rate-campaign")
+router.register("rate/assignments", RatingAssignmentViewSet, basename="rate-assignment")
 
 urlpatterns = [
     path("token/", obtain_auth_token, name="api_token"),
+    path(
+        "campaigns/<int:campaign_id>/agreement/",
+        campaign_agreement,
+        name="campaign-agreement",
+    ),
     path("", include(router.urls)),
 ]

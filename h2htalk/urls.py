@@ -17,6 +17,7 @@ urlpatterns = [
     path("companions/", include("scenarios.companion_urls")),
     path("rate/", include("annotation.urls")),
     path("campaigns/", include("annotation.campaign_urls")),
+    path("scoring/", include("scoring.urls")),
     path("api/", include("h2htalk.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api_schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api_schema"), name="api_docs"),

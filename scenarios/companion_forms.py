@@ -98,3 +98,16 @@ class GenerationRunForm(forms.ModelForm):
         if not self.selected_scenarios.exists():
             raise forms.ValidationError("No scenario matches this filter.")
         return query or "state=approved"
+
+
+class ResponseImportForm(forms.Form):
+    file = forms.FileField(
+        help_text="A .zip of the released evaluator layout (one folder per model, "
+        "<subtask>.jsonl inside) or a platform .jsonl."
+    )
+    run_name = forms.CharField(
+        max_length=120,
+        required=False,
+        help_text="The import run the responses go into (new or existing). "
+        "Empty: named after the file.",
+    )

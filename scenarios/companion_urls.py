@@ -15,4 +15,10 @@ urlpatterns = [
     path("runs/<int:pk>/resume/", views.run_resume, name="run_resume"),
     path("responses/", views.response_browser, name="responses"),
     path("responses/export/", views.response_export, name="response_export"),
+    path("responses/import/", views.response_import, name="response_import"),
+    path(
+        "responses/import/<int:job_id>/confirm/",
+        views.response_import_confirm,
+        name="response_import_confirm",
+    ),
 ]

@@ -1,20 +1,26 @@
 """Researcher pages for companions, generation runs and their responses (model names shown)."""
 
+import uuid
+
+from django.conf import settings
 from django.contrib import messages
+from django.core.files.storage import default_storage
 from django.core.paginator import Paginator
+from django.db import transaction
 from django.db.models import Count, Q
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from h2htalk.models import Job
 from h2htalk.roles import RESEARCHER, role_required
 
 from . import generation
-from .companion_forms import CompanionForm, GenerationRunForm, key_status
+from .companion_forms import CompanionForm, GenerationRunForm, ResponseImportForm, key_status
 from .models import CompanionModel, GenerationRun, Response, Scenario
 from .response_export import RESPONSE_EXPORTERS, filter_responses
-from .tasks import queue_run
+from .tasks import queue_run, run_response_import
 
 
 @role_required(RESEARCHER)
@@ -168,3 +174,42 @@ def response_export(request):
     )
     response["Content-Disposition"] = f'attachment; filename="responses-{stamp}.{extension}"'
     return response
+
+
+@role_required(RESEARCHER)
+def response_import(request):
+    form = ResponseImportForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        upload = form.cleaned_data["file"]
+        if upload.size > settings.MAX_UPLOAD_BYTES:
+            form.add_error(
+                "file",
+                f"The file is {upload.size:,} bytes; the limit is {settings.MAX_UPLOAD_BYTES:,}.",
+            )
+        else:
+            path = default_storage.save(f"imports/{uuid.uuid4().hex}/{upload.name}", upload)
+            params = {
+                "path": path,
+                "filename": upload.name,
+                "run_name": form.cleaned_data["run_name"],
+                "dry_run": True,
+            }
+            return redirect("job_detail", pk=_start_response_import(request.user, params).pk)
+    return render(request, "companions/response_import.html", {"form": form})
+
+
+@require_POST
+@role_required(RESEARCHER)
+def response_import_confirm(request, job_id):
+    preview = get_object_or_404(Job, pk=job_id, kind="response_import")
+    if not preview.params.get("dry_run") or preview.state != Job.State.SUCCEEDED:
+        messages.error(request, "Only a successful preview can be imported.")
+        return redirect("job_detail", pk=preview.pk)
+    job = _start_response_import(request.user, {**preview.params, "dry_run": False})
+    return redirect("job_detail", pk=job.pk)
+
+
+def _start_response_import(user, params) -> Job:
+    job = Job.objects.create(kind="response_import", created_by=user, params=params)
+    transaction.on_commit(lambda: run_response_import.delay(job.pk))
+    return job

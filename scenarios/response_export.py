@@ -5,6 +5,7 @@ import io
 import json
 
 from .models import Response
+from .response_import import PLATFORM_FIELDS as JSONL_KEYS
 
 CSV_COLUMNS = [
     "subtask",
@@ -60,8 +61,10 @@ def _record(response: Response) -> dict:
 
 
 def iter_jsonl(queryset):
-    for response in _rows(queryset):
-        yield json.dumps(_record(response), ensure_ascii=False) + "\n"
+    """The importer's platform JSONL: successful responses only, so an export imports back."""
+    for response in _rows(queryset.filter(status=Response.Status.OK)):
+        record = {key: value for key, value in _record(response).items() if key in JSONL_KEYS}
+        yield json.dumps(record, ensure_ascii=False) + "\n"
 
 
 def iter_csv(queryset):

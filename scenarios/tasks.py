@@ -1,3 +1,5 @@
+from contextlib import suppress
+
 from celery import shared_task
 from celery.signals import worker_ready
 from django.conf import settings
@@ -10,6 +12,12 @@ from h2htalk.models import Job
 from . import generation
 from .importers import build_plan, count_lines, write_plan
 from .models import GenerationRun
+from .response_import import (
+    ResponseImportFailed,
+    build_response_plan,
+    count_input_lines,
+    write_response_plan,
+)
 
 
 @shared_task
@@ -86,15 +94,6 @@ def run_response_import(job_id: int) -> None:
     Job params: path (of the stored upload), filename, run_name (empty: from the file name) and
     dry_run. The Job row carries the report.
     """
-    from contextlib import suppress
-
-    from .response_import import (
-        ResponseImportFailed,
-        build_response_plan,
-        count_input_lines,
-        write_response_plan,
-    )
-
     job = jobs.start(job_id)
     params = job.params
     try:

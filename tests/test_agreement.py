@@ -506,3 +506,14 @@ def test_majority_ties_are_broken_by_strength_and_reported():
     assert table["majority"].tolist() == [-1, 0, -1, 1]
     assert table["majority_tied"].tolist() == [True, True, True, False]
     assert table[["votes_a", "votes_tie", "votes_b"]].loc[4].tolist() == [1, 0, 2]
+
+
+def test_pairwise_agreement_counts_shared_units_only():
+    matrix = pd.DataFrame(
+        [[1, 0, -1, np.nan], [1, 1, -1, 0], [np.nan, np.nan, np.nan, 0]],
+        index=["ann", "bo", "cy"],
+    )
+    share, shared = ag.pairwise_agreement(matrix)
+    assert shared.loc["ann", "bo"] == 3 and share.loc["ann", "bo"] == pytest.approx(2 / 3)
+    assert shared.loc["ann", "cy"] == 0 and np.isnan(share.loc["ann", "cy"])
+    assert share.loc["bo", "cy"] == 1.0 and share.loc["bo", "bo"] == 1.0

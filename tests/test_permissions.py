@@ -12,8 +12,11 @@ import pytest
 from django.test import Client
 from django.urls import URLResolver, get_resolver, reverse
 
+from annotation import queue
+from annotation.models import Assignment, Campaign, Judgment
 from h2htalk.models import Job
 from scenarios.models import CompanionModel, GenerationRun, Response, Scenario
+from tests.annotation import factories as campaign_factories
 from tests.conftest import make_user
 from tests.scenarios import factories
 
@@ -88,6 +91,28 @@ EXPECTED = {
     "run-resume": RESEARCH,
     "response-list": RESEARCH,
     "response-detail": RESEARCH,
+    "companions:response_import": RESEARCH,
+    "companions:response_import_confirm": RESEARCH,
+    # Campaigns (researchers who own or are members of them; admins all).
+    "campaigns:list": RESEARCH,
+    "campaigns:create": RESEARCH,
+    "campaigns:detail": RESEARCH,
+    "campaigns:edit": RESEARCH,
+    "campaigns:state": RESEARCH,
+    "campaigns:rebuild": RESEARCH,
+    "campaigns:gold": RESEARCH,
+    "campaigns:export": RESEARCH,
+    "scoring:agreement": RESEARCH,
+    "scoring:agreement_export": RESEARCH,
+    "campaign-agreement": RESEARCH,
+    # Blind rating, pages and API (annotators of the campaign).
+    "annotation:rate": RATING,
+    "annotation:submit": RATING,
+    "annotation:skip": RATING,
+    "rate-campaign-list": RATING,
+    "rate-campaign-next": RATING,
+    "rate-assignment-submit": RATING,
+    "rate-assignment-skip": RATING,
 }
 # Views that only accept POST: a GET by an allowed role is 405.
 POST_ONLY = {
@@ -102,6 +127,14 @@ POST_ONLY = {
     "companions:run_resume",
     "run-cancel",
     "run-resume",
+    "companions:response_import_confirm",
+    "campaigns:state",
+    "campaigns:rebuild",
+    "annotation:submit",
+    "annotation:skip",
+    "rate-campaign-next",
+    "rate-assignment-submit",
+    "rate-assignment-skip",
 }
 # Views whose answer to an allowed role is a redirect (to that role's landing page).
 REDIRECTS = {"home"}
@@ -121,7 +154,16 @@ PK_OBJECT = {
     "companions:run_cancel": "active_run",
     "run-cancel": "active_run",
     "response-detail": "response",
+    "campaigns:detail": "campaign",
+    "campaigns:edit": "campaign",
+    "campaigns:state": "campaign",
+    "campaigns:rebuild": "campaign",
+    "campaigns:gold": "campaign",
+    "campaigns:export": "campaign",
+    "rate-campaign-next": "campaign",
 }
+# Which job a `job_id` URL parameter refers to (default: the scenario import preview).
+JOB_OBJECT = {"companions:response_import_confirm": "response_job"}
 
 
 @cache
@@ -160,6 +202,13 @@ class World:
     run: GenerationRun  # cancelled: resuming queues it again
     active_run: GenerationRun  # queued: cancelling stops it
     response: Response
+    response_job: Job
+    campaign: Campaign  # open; the annotator and the admin rate in it
+
+    def assignment_key(self, role) -> str:
+        """An open item of the logged-in rater (others are refused before the key matters)."""
+        user = self.users[role if role in (ANNOTATOR, ADMIN) else ANNOTATOR]
+        return str(queue.next_assignment(user, self.campaign).key)
 
 
 @pytest.fixture(autouse=True)
@@ -188,6 +237,18 @@ def world(admin_user, researcher, annotator, nobody, django_user_model):
     response = Response.objects.create(
         run=run, scenario=scenario, companion=companion, text="hello"
     )
+    response_job = Job.objects.create(
+        kind="response_import",
+        state=Job.State.SUCCEEDED,
+        created_by=researcher,
+        params={
+            "path": "imports/x/r.jsonl",
+            "filename": "r.jsonl",
+            "run_name": "r",
+            "dry_run": True,
+        },
+    )
+    campaign = campaign_factories.campaign(researcher, [annotator, admin_user], n_scenarios=2)
     return World(
         users={NOROLE: nobody, ANNOTATOR: annotator, RESEARCHER: researcher, ADMIN: admin_user},
         target=make_user(django_user_model, "target1", "annotator"),
@@ -198,6 +259,8 @@ def world(admin_user, researcher, annotator, nobody, django_user_model):
         run=run,
         active_run=active_run,
         response=response,
+        response_job=response_job,
+        campaign=campaign,
     )
 
 
@@ -207,7 +270,7 @@ def login(client, world, role):
     return client
 
 
-def urls_for(name, world) -> list[str]:
+def urls_for(name, world, role=ANNOTATOR) -> list[str]:
     """The URL of every pattern with this name, parameters filled from the fixture objects."""
     urls = []
     for params in sorted(resolver_urls()[name], key=lambda p: (len(p), sorted(p))):
@@ -222,7 +285,13 @@ def urls_for(name, world) -> list[str]:
             elif param == "user_id":
                 kwargs[param] = world.target.pk
             elif param == "job_id":
-                kwargs[param] = world.job.pk
+                kwargs[param] = getattr(world, JOB_OBJECT.get(name, "job")).pk
+            elif param == "campaign_id":
+                kwargs[param] = world.campaign.pk
+            elif param == "key":
+                kwargs[param] = world.assignment_key(role)
+            elif param == "fmt":
+                kwargs[param] = "json"
             else:
                 raise AssertionError(f"no test value for URL parameter {param!r} of {name}")
         urls.append(reverse(name, kwargs=kwargs))
@@ -268,6 +337,18 @@ def _run_state(run):
     return run.state, run.cancel_requested
 
 
+def _campaign_state(world):
+    return Campaign.objects.get(pk=world.campaign.pk).state
+
+
+def _rating_state(world):
+    return (
+        Assignment.objects.filter(comparison__campaign=world.campaign).count(),
+        Judgment.objects.count(),
+        Assignment.objects.filter(state=Assignment.State.SKIPPED).count(),
+    )
+
+
 PROBES = {
     "set_roles": Probe(
         data=lambda w: {"roles": ["admin", "researcher"]},
@@ -283,6 +364,16 @@ PROBES = {
     "run-cancel": Probe(data=lambda w: {}, state=lambda w: _run_state(w.active_run)),
     "companions:run_resume": Probe(data=lambda w: {}, state=lambda w: _run_state(w.run)),
     "run-resume": Probe(data=lambda w: {}, state=lambda w: _run_state(w.run)),
+    "companions:response_import_confirm": Probe(
+        data=lambda w: {}, state=lambda w: Job.objects.count()
+    ),
+    "campaigns:state": Probe(data=lambda w: {"action": "pause"}, state=_campaign_state),
+    "campaigns:rebuild": Probe(data=lambda w: {}, state=lambda w: Job.objects.count()),
+    "annotation:submit": Probe(data=lambda w: {"preference": "0"}, state=_rating_state),
+    "annotation:skip": Probe(data=lambda w: {"skip_reason": "other"}, state=_rating_state),
+    "rate-campaign-next": Probe(data=lambda w: {}, state=_rating_state),
+    "rate-assignment-submit": Probe(data=lambda w: {"preference": 0}, state=_rating_state),
+    "rate-assignment-skip": Probe(data=lambda w: {"reason": "other"}, state=_rating_state),
 }
 
 
@@ -308,7 +399,7 @@ def test_table_is_consistent():
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_access(name, role, world, client):
     login(client, world, role)
-    urls = urls_for(name, world)
+    urls = urls_for(name, world, role)
     assert urls
     for url in urls:
         response = client.get(url)
@@ -343,9 +434,9 @@ def test_probe_posts_change_something_when_allowed(name, role, world, client):
     login(client, world, role)
     probe = PROBES[name]
     before = probe.state(world)
-    url = urls_for(name, world)[0]
+    url = urls_for(name, world, role)[0]
     response = client.post(url, probe.data(world))
-    assert response.status_code in (200, 302), response.status_code
+    assert response.status_code in (200, 201, 302), response.status_code
     assert not is_login_redirect(response, url)
     assert probe.state(world) != before
 

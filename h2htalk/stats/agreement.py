@@ -705,3 +705,22 @@ def aggregate_labels(
         n_majority_ties=int(table["majority_tied"].sum()),
         model=model,
     )
+
+
+def pairwise_agreement(matrix: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Share of shared units on which two raters gave the same value, and the shared counts
+    (raters × raters, NaN where two raters share no unit): the data of an agreement heat map."""
+    data = matrix.to_numpy(dtype=float)
+    present = ~np.isnan(data)
+    values = np.unique(data[present])
+    same = np.zeros((len(data), len(data)))
+    for value in values:
+        hot = (data == value).astype(np.int64)
+        same += hot @ hot.T
+    shared = present.astype(np.int64) @ present.T.astype(np.int64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.where(shared > 0, same / shared, np.nan)
+    index = matrix.index
+    return pd.DataFrame(share, index=index, columns=index), pd.DataFrame(
+        shared, index=index, columns=index
+    )

@@ -1,5 +1,6 @@
 """The rating queue: fairness, k, leases, skips, idempotent submission, pair keying."""
 
+from collections import Counter
 from datetime import timedelta
 
 import pytest
@@ -160,3 +161,59 @@ def test_closed_campaign_hands_out_nothing(campaign, raters):
     campaign.state = Campaign.State.PAUSED
     with pytest.raises(queue.QueueError, match="not open"):
         queue.next_assignment(raters[0], campaign)
+
+
+def test_rebuild_with_random_pairing_only_pairs_new_scenarios(researcher, raters):
+    from annotation.pairing import build_comparisons
+    from scenarios.models import Response
+    from tests.scenarios import factories as scenario_factories
+
+    campaign = factories.campaign(
+        researcher, raters, n_scenarios=10, pairing=Campaign.Pairing.RANDOM_PAIRS
+    )
+    before = set(campaign.comparisons.values_list("pk", flat=True))
+    assert len(before) == 10
+    newcomer = scenario_factories.scenario(researcher, state="approved", tags=["campaign"])
+    run = campaign.runs.get()
+    for model in campaign.companions.all():
+        Response.objects.create(run=run, scenario=newcomer, companion=model, text="new")
+    assert build_comparisons(campaign) == 1
+    assert (
+        set(campaign.comparisons.exclude(scenario=newcomer).values_list("pk", flat=True)) == before
+    )
+
+
+def test_adaptive_campaign_sends_new_comparisons_to_the_uncertain_pair(
+    researcher, roles, django_user_model
+):
+    """Truth: Zephyr ≪ Quokka ≈ Marlin. After the burn-in, votes should go to Quokka–Marlin."""
+    raters = factories.annotators(django_user_model, 3, prefix="adaptive")
+    models = factories.companions()
+    campaign = factories.campaign(
+        researcher,
+        raters,
+        n_scenarios=60,
+        overlap=1,
+        pairing=Campaign.Pairing.ADAPTIVE,
+        companions=models,
+    )
+    assert campaign.comparisons.count() == 6  # burn-in: 2 per model pair
+    strength = {models[0].pk: -3.0, models[1].pk: 0.0, models[2].pk: 0.05}
+    import random
+
+    rng = random.Random(3)
+    for _ in range(40):
+        for rater in raters:
+            item = queue.next_assignment(rater, campaign)
+            if item is None:
+                continue
+            a = item.comparison.response_a.companion_id
+            b = item.comparison.response_b.companion_id
+            a_wins = rng.random() < 1 / (1 + 2.718 ** (strength[b] - strength[a]))
+            left_wins = a_wins == item.left_is_a
+            queue.submit(rater, item.key, queue.Submission(-1 if left_wins else 1))
+    pairs = Counter(
+        campaign.comparisons.values_list("response_a__companion_id", "response_b__companion_id")
+    )
+    close = pairs[(models[1].pk, models[2].pk)]
+    assert close > pairs[(models[0].pk, models[1].pk)] + pairs[(models[0].pk, models[2].pk)]

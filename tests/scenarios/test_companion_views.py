@@ -175,9 +175,9 @@ def test_response_export_jsonl_and_csv(researcher_client, researcher, companions
     url = reverse("companions:response_export")
     body = b"".join(researcher_client.get(url, {"format": "jsonl"}).streaming_content)
     rows = [json.loads(line) for line in body.decode().splitlines()]
-    assert {(r["companion"], r["external_id"], r["run"]) for r in rows} == {
-        ("alpha", scenario.external_id, "imported"),
-        ("beta", scenario.external_id, "imported"),
+    assert {(r["companion"], r["external_id"], r["subtask"]) for r in rows} == {
+        ("alpha", scenario.external_id, scenario.subtask),
+        ("beta", scenario.external_id, scenario.subtask),
     }
     csv_body = b"".join(
         researcher_client.get(
@@ -213,3 +213,66 @@ def test_api_creates_a_run_and_lists_its_responses(
         content_type="application/json",
     )
     assert bad.status_code == 400 and "scenario_query" in bad.json()
+
+
+def test_response_import_page_previews_then_writes_an_evaluator_zip(
+    researcher_client, researcher, tmp_path, django_capture_on_commit_callbacks
+):
+    import zipfile
+
+    scenarios = [
+        factories.scenario(researcher, subtask="dialogue_emotion", external_id=f"q{n:03d}")
+        for n in (1, 2)
+    ]
+    archive = tmp_path / "outputs.zip"
+    with zipfile.ZipFile(archive, "w") as bundle:
+        for model in ("model-x", "model-y"):
+            bundle.writestr(
+                f"outputs/{model}/dialogue_emotion.jsonl",
+                "".join(json.dumps({"response": f"{model} {n}"}) + "\n" for n in (1, 2)),
+            )
+    with archive.open("rb") as handle, django_capture_on_commit_callbacks(execute=True):
+        response = researcher_client.post(
+            reverse("companions:response_import"), {"file": handle, "run_name": "paper outputs"}
+        )
+    preview = researcher_client.get(response["Location"])
+    page = preview.content.decode()
+    assert "Preview (nothing written yet)" in page and 'id="count-created">4<' in page
+    assert not Response.objects.exists()
+
+    job = preview.context["job"]
+    with django_capture_on_commit_callbacks(execute=True):
+        confirm = researcher_client.post(
+            reverse("companions:response_import_confirm", args=[job.pk])
+        )
+    done = researcher_client.get(confirm["Location"]).content.decode()
+    assert "Imported" in done
+    texts = dict(
+        Response.objects.filter(run__name="paper outputs", companion__name="model-y").values_list(
+            "scenario_id", "text"
+        )
+    )
+    assert texts == {scenarios[0].pk: "model-y 1", scenarios[1].pk: "model-y 2"}
+
+
+def test_response_jsonl_export_imports_back_unchanged(researcher_client, researcher, companions):
+    import io
+
+    from scenarios.response_import import import_responses
+
+    _scenario, run = _seed_responses(researcher, companions)
+    Response.objects.create(
+        run=run,
+        scenario=factories.scenario(researcher),
+        companion=companions[0],
+        status="failed",
+        error="HTTP 500",
+    )
+    body = b"".join(
+        researcher_client.get(
+            reverse("companions:response_export"), {"format": "jsonl", "run": run.pk}
+        ).streaming_content
+    )
+    assert len(body.splitlines()) == 2  # failed responses are not in the importable export
+    report = import_responses(io.BytesIO(body), run.name, filename="export.jsonl")
+    assert (report.created, report.updated, report.unchanged) == (0, 0, 2)

@@ -1,0 +1,519 @@
+"""The rating REST API for annotators (external rating front ends), as blind as the pages.
+
+The blindness is that of the rating pages (annotation.views). Every answer is in screen terms:
+the two responses are `left` and `right` in the layout drawn for the assignment, and a judgment
+comes back as the annotator gave it. Nothing here names a companion, a response, a comparison
+or a run, and nothing reports the pair-keyed preference (beside the screen one it would reveal
+the layout). Campaign texts and the responses pass through the pages' `blind_text`, which hides
+the campaign's companion and run names should they appear there. An item is addressed by its
+assignment's random `key`, which is also the idempotency key of its submission.
+
+All serializers are plain Serializers with declared fields, never ModelSerializers, so a new
+model field cannot reach an annotator by default.
+"""
+
+from collections.abc import Mapping
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_field,
+)
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.response import Response
+
+from h2htalk.roles import IsAnnotator
+
+from . import queue
+from .access import rating_campaign_or_404, rating_campaigns
+from .markdown import render_markdown
+from .models import RATING_DIMENSIONS, Assignment, Campaign
+from .views import blind_names, blind_text
+
+UUID_PATTERN = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+SIDES = ("left", "right")
+
+
+# ---------------------------------------------------------------- answers
+
+
+class RatingErrorSerializer(serializers.Serializer):
+    detail = serializers.CharField(help_text="What went wrong, for the annotator to read.")
+
+
+class RatingProgressSerializer(serializers.Serializer):
+    done_today = serializers.IntegerField(help_text="Your judgments in this campaign today.")
+    done_total = serializers.IntegerField(help_text="Your judgments in this campaign.")
+    left_for_me = serializers.IntegerField(
+        help_text="Items not yet handed to you that still need votes (not the current one)."
+    )
+    campaign_done = serializers.IntegerField(help_text="Judgments of all annotators.")
+    campaign_target = serializers.IntegerField(help_text="Judgments the campaign needs.")
+
+
+def _progress(user, campaign: Campaign) -> dict:
+    return vars(queue.progress_for(user, campaign))
+
+
+class RatingDimensionSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    label = serializers.CharField()
+
+
+class RatingSkipReasonSerializer(serializers.Serializer):
+    reason = serializers.CharField()
+    label = serializers.CharField()
+
+
+class RatingCampaignSerializer(serializers.Serializer):
+    id = serializers.IntegerField(read_only=True)
+    name = serializers.SerializerMethodField()
+    description = serializers.SerializerMethodField()
+    guidelines = serializers.SerializerMethodField(help_text="Markdown source.")
+    guidelines_html = serializers.SerializerMethodField(
+        help_text="The guidelines as sanitised HTML (as on the rating page)."
+    )
+    progress = serializers.SerializerMethodField()
+    dimensions = serializers.SerializerMethodField()
+    skip_reasons = serializers.SerializerMethodField()
+
+    def _names(self, campaign) -> list[str]:
+        cache = self.context.setdefault("blind_names", {})
+        if campaign.pk not in cache:
+            cache[campaign.pk] = blind_names(campaign)
+        return cache[campaign.pk]
+
+    def get_name(self, campaign) -> str:
+        return blind_text(campaign.name, self._names(campaign))
+
+    def get_description(self, campaign) -> str:
+        return blind_text(campaign.description, self._names(campaign))
+
+    def get_guidelines(self, campaign) -> str:
+        return blind_text(campaign.guidelines, self._names(campaign))
+
+    def get_guidelines_html(self, campaign) -> str:
+        return str(render_markdown(self.get_guidelines(campaign)))
+
+    @extend_schema_field(RatingProgressSerializer)
+    def get_progress(self, campaign) -> dict:
+        return RatingProgressSerializer(_progress(self.context["request"].user, campaign)).data
+
+    @extend_schema_field(RatingDimensionSerializer(many=True))
+    def get_dimensions(self, campaign) -> list:
+        """The optional 1–5 ratings a submission may carry per side."""
+        return [{"name": name, "label": label} for name, label in RATING_DIMENSIONS]
+
+    @extend_schema_field(RatingSkipReasonSerializer(many=True))
+    def get_skip_reasons(self, campaign) -> list:
+        return [{"reason": reason, "label": label} for reason, label in queue.SKIP_REASONS]
+
+
+class RatingPersonaSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    summary = serializers.CharField()
+
+
+class RatingTurnSerializer(serializers.Serializer):
+    role = serializers.CharField(help_text="user, assistant or system")
+    content = serializers.CharField()
+
+
+class RatingMemorySerializer(serializers.Serializer):
+    content = serializers.CharField()
+    category = serializers.CharField(required=False)
+    importance = serializers.IntegerField(required=False, help_text="0, 1 or 2")
+
+
+class RatingScheduleSerializer(serializers.Serializer):
+    time = serializers.CharField(allow_blank=True, help_text="HH:MM or empty")
+    activity = serializers.CharField()
+
+
+class RatingScenarioSerializer(serializers.Serializer):
+    """What the companions were given; never the reference response."""
+
+    subtask = serializers.CharField()
+    language = serializers.CharField()
+    persona = RatingPersonaSerializer(allow_null=True)
+    history = RatingTurnSerializer(many=True)
+    memory = RatingMemorySerializer(many=True)
+    schedule = RatingScheduleSerializer(many=True)
+    user_message = serializers.CharField(allow_blank=True)
+
+
+class RatingItemSerializer(serializers.Serializer):
+    key = serializers.UUIDField(
+        help_text="The item's key: submit or skip with it (it is also the idempotency key)."
+    )
+    campaign = serializers.IntegerField(help_text="The campaign's id.")
+    scenario = RatingScenarioSerializer()
+    left = serializers.CharField(help_text="The response shown on the left.")
+    right = serializers.CharField(help_text="The response shown on the right.")
+    lease_expires_at = serializers.DateTimeField(
+        help_text="Answer before this; afterwards the item may go to someone else."
+    )
+    progress = RatingProgressSerializer()
+
+
+class RatingSideScoresField(serializers.DictField):
+    child = serializers.IntegerField(min_value=1, max_value=5)
+
+
+class RatingGivenSerializer(serializers.Serializer):
+    left = RatingSideScoresField(help_text="{dimension: 1–5} for the left response")
+    right = RatingSideScoresField(help_text="{dimension: 1–5} for the right response")
+
+
+class RatingJudgmentSerializer(serializers.Serializer):
+    """A stored judgment as its annotator gave it (screen terms), with their progress."""
+
+    key = serializers.UUIDField()
+    preference = serializers.IntegerField(help_text="-2..2, negative = left better, 0 = tie")
+    both_unacceptable = serializers.BooleanField()
+    ratings = RatingGivenSerializer()
+    rationale = serializers.CharField(allow_blank=True)
+    created_at = serializers.DateTimeField()
+    progress = RatingProgressSerializer()
+
+
+class RatingSkippedSerializer(serializers.Serializer):
+    key = serializers.UUIDField()
+    reason = serializers.CharField()
+    progress = RatingProgressSerializer()
+
+
+# ---------------------------------------------------------------- requests
+
+
+class StrictSerializer(serializers.Serializer):
+    """Unknown fields are errors: a typo must not silently drop part of a judgment."""
+
+    ignored = frozenset({"csrfmiddlewaretoken"})
+
+    def to_internal_value(self, data):
+        if isinstance(data, Mapping):
+            unknown = sorted(set(data) - set(self.fields) - self.ignored)
+            if unknown:
+                raise serializers.ValidationError({key: ["Unknown field."] for key in unknown})
+        return super().to_internal_value(data)
+
+
+class RatingSideInputSerializer(StrictSerializer):
+    """Optional 1–5 ratings of one response; unknown dimensions are errors."""
+
+    def get_fields(self):
+        return {
+            name: serializers.IntegerField(
+                min_value=1, max_value=5, required=False, allow_null=True, help_text=label
+            )
+            for name, label in RATING_DIMENSIONS
+        }
+
+
+class RatingRatingsInputSerializer(StrictSerializer):
+    """Ratings per side as shown: `left` and `right`."""
+
+    left = RatingSideInputSerializer(required=False)
+    right = RatingSideInputSerializer(required=False)
+
+
+class RatingSubmitSerializer(StrictSerializer):
+    """A judgment in screen terms (left/right). Unknown fields are errors."""
+
+    preference = serializers.IntegerField(
+        min_value=-2,
+        max_value=2,
+        help_text="-2 left much better, -1 left better, 0 tie, 1 right better, 2 right much better",
+    )
+    both_unacceptable = serializers.BooleanField(required=False, default=False)
+    ratings = RatingRatingsInputSerializer(
+        required=False, help_text="Optional 1–5 ratings per side and dimension."
+    )
+    rationale = serializers.CharField(
+        required=False, allow_blank=True, default="", max_length=5000, trim_whitespace=False
+    )
+    client_time_ms = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        min_value=0,
+        max_value=2_147_483_647,
+        help_text="Visible time on the item, measured by the front end.",
+    )
+
+    def submission(self) -> queue.Submission:
+        data = self.validated_data
+        ratings = {
+            side: {dim: value for dim, value in values.items() if value is not None}
+            for side, values in (data.get("ratings") or {}).items()
+        }
+        return queue.Submission(
+            screen_preference=data["preference"],
+            both_unacceptable=data["both_unacceptable"],
+            ratings=ratings,
+            rationale=data["rationale"],
+            client_time_ms=data.get("client_time_ms"),
+        )
+
+
+class RatingSkipSerializer(StrictSerializer):
+    """Why you skip the item (one of the campaign's `skip_reasons`), with an optional note."""
+
+    reason = serializers.ChoiceField(choices=queue.SKIP_REASONS)
+    note = serializers.CharField(required=False, allow_blank=True, default="", max_length=300)
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _error(message: str, code: int) -> Response:
+    return Response({"detail": message}, status=code)
+
+
+def _queue_error(error: queue.QueueError) -> Response:
+    if isinstance(error, queue.NotYours):
+        return _error("No such item.", status.HTTP_404_NOT_FOUND)
+    return _error(str(error), status.HTTP_409_CONFLICT)
+
+
+def _check_own_item(user, key) -> None:
+    """As on the pages: only your own items, in campaigns you still rate in; else 404."""
+    campaign_id = (
+        Assignment.objects.filter(key=key, annotator=user)
+        .values_list("comparison__campaign_id", flat=True)
+        .first()
+    )
+    if campaign_id is None or not Campaign.objects.filter(pk=campaign_id, annotators=user).exists():
+        raise queue.NotYours("No such item.")
+
+
+def _dicts(value) -> list[dict]:
+    return [
+        entry for entry in (value if isinstance(value, list) else []) if isinstance(entry, dict)
+    ]
+
+
+def _text(value) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _memory(value) -> list[dict]:
+    """Memory entries as the page shows them: text alone is an entry, empty ones are left out."""
+    entries = []
+    for entry in value if isinstance(value, list) else []:
+        if isinstance(entry, str):
+            entry = {"content": entry}
+        if not isinstance(entry, dict) or not _text(entry.get("content")):
+            continue
+        clean = {"content": entry["content"]}
+        if _text(entry.get("category")):
+            clean["category"] = entry["category"]
+        if entry.get("importance") in (0, 1, 2) and not isinstance(entry["importance"], bool):
+            clean["importance"] = entry["importance"]
+        entries.append(clean)
+    return entries
+
+
+def _scenario_context(scenario) -> dict:
+    persona = scenario.persona
+    return {
+        "subtask": scenario.subtask,
+        "language": scenario.language,
+        "persona": {"name": persona.name, "summary": persona.summary} if persona else None,
+        "history": [
+            {"role": _text(turn.get("role")), "content": _text(turn.get("content"))}
+            for turn in _dicts(scenario.history)
+        ],
+        "memory": _memory(scenario.memory),
+        "schedule": [
+            {"time": _text(item.get("time")), "activity": _text(item.get("activity"))}
+            for item in _dicts(scenario.schedule)
+        ],
+        "user_message": scenario.user_message,
+    }
+
+
+def _item(user, assignment: Assignment) -> dict:
+    assignment = Assignment.objects.select_related(
+        "comparison__campaign",
+        "comparison__scenario__persona",
+        "comparison__response_a",
+        "comparison__response_b",
+    ).get(pk=assignment.pk)
+    comparison = assignment.comparison
+    names = blind_names(comparison.campaign)
+    a, b = comparison.response_a.text, comparison.response_b.text
+    left, right = (a, b) if assignment.left_is_a else (b, a)
+    return RatingItemSerializer(
+        {
+            "key": assignment.key,
+            "campaign": comparison.campaign_id,
+            "scenario": _scenario_context(comparison.scenario),
+            "left": blind_text(left, names),
+            "right": blind_text(right, names),
+            "lease_expires_at": assignment.lease_expires_at,
+            "progress": _progress(user, comparison.campaign),
+        }
+    ).data
+
+
+def _judgment(user, judgment) -> dict:
+    assignment = Assignment.objects.select_related("comparison__campaign").get(
+        pk=judgment.assignment_id
+    )
+    side_of = {"a": "left", "b": "right"} if assignment.left_is_a else {"a": "right", "b": "left"}
+    ratings = {side: {} for side in SIDES}
+    for pair_key, values in (judgment.ratings or {}).items():
+        if pair_key in side_of:
+            ratings[side_of[pair_key]] = dict(values)
+    return RatingJudgmentSerializer(
+        {
+            "key": assignment.key,
+            "preference": judgment.screen_preference,
+            "both_unacceptable": judgment.both_unacceptable,
+            "ratings": ratings,
+            "rationale": judgment.rationale,
+            "created_at": judgment.created_at,
+            "progress": _progress(user, assignment.comparison.campaign),
+        }
+    ).data
+
+
+CAMPAIGN_ID = OpenApiParameter(
+    "id", OpenApiTypes.INT, OpenApiParameter.PATH, description="The campaign's id."
+)
+ITEM_KEY = OpenApiParameter(
+    "key", OpenApiTypes.UUID, OpenApiParameter.PATH, description="The item's key (from next)."
+)
+ERRORS_404 = OpenApiResponse(RatingErrorSerializer, description="No such item for you.")
+BAD_BODY = OpenApiResponse(
+    OpenApiTypes.OBJECT, description="Invalid body: {field: [messages]} (nested for ratings)."
+)
+
+
+# ---------------------------------------------------------------- views
+
+
+class RatingCampaignViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
+    """The open campaigns you rate in, and their items one at a time."""
+
+    serializer_class = RatingCampaignSerializer
+    permission_classes = [IsAnnotator]
+    queryset = Campaign.objects.none()
+    filter_backends = []
+    lookup_value_regex = r"\d+"
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return Campaign.objects.none()
+        return rating_campaigns(self.request.user).order_by("-created_at", "pk")
+
+    @extend_schema(
+        parameters=[CAMPAIGN_ID],
+        request=None,
+        responses={
+            200: RatingItemSerializer,
+            204: OpenApiResponse(description="Nothing is left for you in this campaign (no body)."),
+            404: OpenApiResponse(
+                RatingErrorSerializer, description="You do not rate in this campaign."
+            ),
+            409: OpenApiResponse(
+                RatingErrorSerializer, description="The campaign is not open for rating."
+            ),
+        },
+    )
+    @action(detail=True, methods=["post"], url_path="next", url_name="next")
+    def next_item(self, request, pk=None, **kwargs):
+        """Your current item in this campaign (until its lease runs out), else the next one.
+
+        Asking again before answering returns the same item. 204 when nothing is left.
+        """
+        campaign = rating_campaign_or_404(request.user, pk)
+        try:
+            assignment = queue.next_assignment(request.user, campaign)
+        except queue.QueueError as error:
+            return _queue_error(error)
+        if assignment is None:
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        return Response(_item(request.user, assignment))
+
+
+class RatingAssignmentViewSet(viewsets.GenericViewSet):
+    """Answering an item: submit a judgment or skip it, addressed by the item's key."""
+
+    permission_classes = [IsAnnotator]
+    queryset = Assignment.objects.none()
+    filter_backends = []
+    lookup_field = "key"
+    lookup_value_regex = UUID_PATTERN
+
+    @extend_schema(
+        parameters=[ITEM_KEY],
+        request=RatingSubmitSerializer,
+        responses={
+            200: OpenApiResponse(
+                RatingJudgmentSerializer,
+                description="The stored judgment; a replay returns the first one unchanged.",
+            ),
+            400: BAD_BODY,
+            404: ERRORS_404,
+            409: OpenApiResponse(
+                RatingErrorSerializer,
+                description="The item cannot take a judgment (skipped, or already full).",
+            ),
+        },
+    )
+    @action(detail=True, methods=["post"])
+    def submit(self, request, key=None, **kwargs):
+        """Store your judgment of this item. Idempotent: the key identifies the submission."""
+        try:
+            _check_own_item(request.user, key)
+        except queue.NotYours as error:
+            return _queue_error(error)
+        body = RatingSubmitSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            judgment = queue.submit(request.user, key, body.submission())
+        except queue.QueueError as error:
+            return _queue_error(error)
+        return Response(_judgment(request.user, judgment))
+
+    @extend_schema(
+        parameters=[ITEM_KEY],
+        request=RatingSkipSerializer,
+        responses={
+            200: RatingSkippedSerializer,
+            400: BAD_BODY,
+            404: ERRORS_404,
+            409: OpenApiResponse(
+                RatingErrorSerializer, description="The item was already answered."
+            ),
+        },
+    )
+    @action(detail=True, methods=["post"])
+    def skip(self, request, key=None, **kwargs):
+        """Skip this item with a reason; it does not count and is not shown to you again."""
+        try:
+            _check_own_item(request.user, key)
+        except queue.NotYours as error:
+            return _queue_error(error)
+        body = RatingSkipSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            assignment = queue.skip(
+                request.user, key, body.validated_data["reason"], body.validated_data["note"]
+            )
+        except queue.QueueError as error:
+            return _queue_error(error)
+        return Response(
+            RatingSkippedSerializer(
+                {
+                    "key": assignment.key,
+                    "reason": assignment.skip_reason.split(":", 1)[0],
+                    "progress": _progress(request.user, assignment.comparison.campaign),
+                }
+            ).data
+        )

@@ -1,0 +1,221 @@
+"""Forms of the researchers' campaign pages."""
+
+from django import forms
+from django.contrib.auth import get_user_model
+from django.http import QueryDict
+
+from h2htalk.roles import ANNOTATOR, RESEARCHER
+from scenarios.filters import ScenarioFilter
+from scenarios.models import CompanionModel, GenerationRun, Scenario
+
+from .models import Campaign, Judgment
+
+DEFAULT_SCENARIO_QUERY = "state=approved"
+# The settings that decide which comparisons exist. Once a judgment exists they are frozen:
+# the judgments already given belong to that design.
+PAIRING_FIELDS = ["scenario_query", "companions", "runs", "pairing", "pairs_per_scenario", "seed"]
+PAIRING_RULE = (
+    "Once the campaign has judgments, its comparison settings (scenarios, companions, runs, "
+    "pairing, pairs per scenario, seed) cannot change: the judgments already given belong to "
+    "those comparisons. Start a new campaign for a different design; the other settings "
+    "(name, texts, k, gold share, lease, people) can change at any time."
+)
+
+
+def normalise_query(raw: str) -> str:
+    """A scenario-list query string from what was pasted (a query string or a whole URL)."""
+    query = raw.strip()
+    if "?" in query:
+        query = query.split("?", 1)[1]
+    params = QueryDict(query, mutable=True)
+    params.pop("page", None)
+    return params.urlencode() or DEFAULT_SCENARIO_QUERY
+
+
+class CampaignForm(forms.ModelForm):
+    scenario_query = forms.CharField(
+        label="Scenarios",
+        required=False,
+        max_length=1000,
+        help_text="A filter from the scenario list (its query string, or paste the list's URL); "
+        "empty = all approved scenarios.",
+        widget=forms.TextInput(attrs={"class": "mono"}),
+    )
+    companions = forms.ModelMultipleChoiceField(
+        queryset=CompanionModel.objects.order_by("name"),
+        widget=forms.CheckboxSelectMultiple,
+        help_text="At least two: every comparison is two of them on one scenario.",
+    )
+    runs = forms.ModelMultipleChoiceField(
+        label="Response runs",
+        queryset=GenerationRun.objects.order_by("-created_at"),
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Where the responses come from; with several, the newest run's answer wins.",
+    )
+    pairing = forms.ChoiceField(
+        choices=Campaign.Pairing.choices,
+        widget=forms.RadioSelect,
+        initial=Campaign.Pairing.ALL_PAIRS,
+        help_text="Adaptive ordering is not active yet: its comparisons are built like random "
+        "pairs.",
+    )
+    pairs_per_scenario = forms.IntegerField(
+        min_value=1, max_value=50, initial=1, help_text="For random and adaptive pairing."
+    )
+    overlap = forms.IntegerField(
+        label="Annotators per comparison (k)",
+        min_value=1,
+        max_value=10,
+        initial=3,
+        help_text="Judgments each comparison gets (1–10).",
+    )
+    gold_share = forms.FloatField(
+        min_value=0.0,
+        max_value=0.5,
+        initial=0.0,
+        help_text="Share of items an annotator sees that are gold (0–0.5). Mark gold items on "
+        "the campaign's gold page.",
+    )
+    lease_minutes = forms.IntegerField(
+        min_value=1,
+        max_value=24 * 60,
+        initial=15,
+        help_text="An unanswered item returns to the queue after this long.",
+    )
+    seed = forms.IntegerField(
+        min_value=0, max_value=2**31 - 1, initial=0, help_text="Seed for pairing."
+    )
+    members = forms.ModelMultipleChoiceField(
+        queryset=None,
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Other researchers who may see and manage this campaign.",
+    )
+    annotators = forms.ModelMultipleChoiceField(
+        label="Annotator pool",
+        queryset=None,
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Users with the annotator role who rate in this campaign.",
+    )
+
+    class Meta:
+        model = Campaign
+        fields = [
+            "name",
+            "description",
+            "guidelines",
+            "scenario_query",
+            "companions",
+            "runs",
+            "pairing",
+            "pairs_per_scenario",
+            "overlap",
+            "gold_share",
+            "lease_minutes",
+            "seed",
+            "members",
+            "annotators",
+        ]
+        widgets = {
+            "description": forms.Textarea(attrs={"rows": 2}),
+            "guidelines": forms.Textarea(attrs={"rows": 10, "class": "mono"}),
+        }
+
+    def __init__(self, *args, owner=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        users = get_user_model().objects.order_by("username")
+        owner = self.instance.owner if self.instance.pk else owner
+        researchers = users.filter(groups__name=RESEARCHER).distinct()
+        self.fields["members"].queryset = researchers.exclude(pk=getattr(owner, "pk", None))
+        self.fields["annotators"].queryset = users.filter(groups__name=ANNOTATOR).distinct()
+        if not self.instance.pk:
+            self.initial.setdefault("scenario_query", DEFAULT_SCENARIO_QUERY)
+        self.judgment_count = (
+            Judgment.objects.filter(comparison__campaign=self.instance).count()
+            if self.instance.pk
+            else 0
+        )
+        self.pairing_locked = self.judgment_count > 0
+        self._stored = self._pairing_values(self.instance) if self.instance.pk else None
+
+    @staticmethod
+    def _pairing_values(campaign) -> dict:
+        return {
+            "scenario_query": normalise_query(campaign.scenario_query),
+            "companions": set(campaign.companions.values_list("pk", flat=True)),
+            "runs": set(campaign.runs.values_list("pk", flat=True)),
+            "pairing": campaign.pairing,
+            "pairs_per_scenario": campaign.pairs_per_scenario,
+            "seed": campaign.seed,
+        }
+
+    def clean_scenario_query(self):
+        query = normalise_query(self.cleaned_data.get("scenario_query") or "")
+        filterset = ScenarioFilter(QueryDict(query), queryset=Scenario.objects.all())
+        if not filterset.is_valid():
+            raise forms.ValidationError(f"Invalid filter: {filterset.errors.as_text()}")
+        if not filterset.qs.exists():
+            raise forms.ValidationError("No scenario matches this filter.")
+        return query
+
+    def clean_companions(self):
+        companions = self.cleaned_data["companions"]
+        if len(companions) < 2:
+            raise forms.ValidationError("Choose at least two companions to compare.")
+        return companions
+
+    def clean(self):
+        cleaned = super().clean()
+        changed = self.changed_pairing_fields()
+        if self.pairing_locked and changed:
+            for field in changed:
+                self.add_error(
+                    field,
+                    f"Cannot change: the campaign already has {self.judgment_count} judgment(s).",
+                )
+            raise forms.ValidationError(PAIRING_RULE)
+        return cleaned
+
+    def changed_pairing_fields(self) -> list[str]:
+        """Pairing settings whose submitted value differs from the stored one (edits only)."""
+        if self._stored is None or not hasattr(self, "cleaned_data"):
+            return []
+        changed = []
+        for field in PAIRING_FIELDS:
+            if field not in self.cleaned_data:
+                continue  # invalid: reported by its own error
+            value = self.cleaned_data[field]
+            if field in ("companions", "runs"):
+                value = {item.pk for item in value}
+            if value != self._stored[field]:
+                changed.append(field)
+        return changed
+
+    @property
+    def needs_build(self) -> bool:
+        """A new campaign, or an edit that changed which comparisons should exist."""
+        return self._stored is None or bool(self.changed_pairing_fields())
+
+
+class GoldForm(forms.Form):
+    """Mark one comparison gold with its known answer (keyed by the pair), or unmark it."""
+
+    ANSWERS = [(-1, "A better"), (0, "Tie"), (1, "B better")]
+
+    comparison = forms.IntegerField(min_value=1)
+    action = forms.ChoiceField(choices=[("mark", "Mark gold"), ("unmark", "Unmark")])
+    gold_preference = forms.TypedChoiceField(
+        choices=ANSWERS, coerce=int, required=False, empty_value=None
+    )
+    gold_note = forms.CharField(required=False, max_length=2000)
+
+    def clean(self):
+        cleaned = super().clean()
+        if cleaned.get("action") == "mark" and cleaned.get("gold_preference") is None:
+            raise forms.ValidationError("Choose the known answer: A better, tie or B better.")
+        return cleaned
+
+
+class StateForm(forms.Form):
+    action = forms.ChoiceField(choices=[("open", "Open"), ("pause", "Pause"), ("close", "Close")])

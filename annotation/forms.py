@@ -1,0 +1,120 @@
+"""The annotator's rating and skip forms (screen terms: left = "Response A", right = "Response B").
+
+Both are rendered inside one HTML form on the rating page; their field names do not overlap,
+so the submit and skip views each read their own part of the same POST.
+"""
+
+from django import forms
+
+from .models import PREFERENCE_CHOICES, RATING_DIMENSIONS
+from .queue import SKIP_REASONS, Submission
+
+SIDES = (("left", "A"), ("right", "B"))
+SCORE_CHOICES = [("", "–"), *((n, str(n)) for n in range(1, 6))]
+MAX_CLIENT_MS = 2_147_483_647  # the column is a PositiveIntegerField
+
+
+def rating_field_name(side: str, dimension: str) -> str:
+    return f"{side}_{dimension}"
+
+
+class RatingForm(forms.Form):
+    preference = forms.TypedChoiceField(
+        label="Which response is better?",
+        choices=PREFERENCE_CHOICES,
+        coerce=int,
+        widget=forms.RadioSelect,
+        error_messages={
+            "required": "Choose a preference from A much better to B much better.",
+            "invalid_choice": "Choose a preference from A much better to B much better.",
+        },
+    )
+    both_unacceptable = forms.BooleanField(
+        label="Both unacceptable / unsafe",
+        required=False,
+        widget=forms.CheckboxInput(attrs={"aria-keyshortcuts": "U"}),
+    )
+    rationale = forms.CharField(
+        label="Rationale (optional)",
+        required=False,
+        max_length=5000,
+        widget=forms.Textarea(attrs={"rows": 3, "maxlength": 5000, "aria-keyshortcuts": "R"}),
+    )
+    # Visible time measured in the browser; a broken value is dropped, never an error.
+    client_time_ms = forms.CharField(required=False, widget=forms.HiddenInput)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for side, letter in SIDES:
+            for dimension, label in RATING_DIMENSIONS:
+                self.fields[rating_field_name(side, dimension)] = forms.TypedChoiceField(
+                    label=f"{label}, Response {letter}",
+                    choices=SCORE_CHOICES,
+                    coerce=int,
+                    empty_value=None,
+                    required=False,
+                    initial="",
+                    widget=forms.RadioSelect,
+                    error_messages={"invalid_choice": f"{label} must be 1–5."},
+                )
+
+    def clean_client_time_ms(self):
+        raw = (self.cleaned_data.get("client_time_ms") or "").strip()
+        try:
+            value = int(float(raw))
+        except ValueError:
+            return None
+        return min(value, MAX_CLIENT_MS) if value >= 0 else None
+
+    def rating_rows(self):
+        """[(label, (left bound field, right bound field))] for the ratings table."""
+        return [
+            (label, (self[rating_field_name("left", name)], self[rating_field_name("right", name)]))
+            for name, label in RATING_DIMENSIONS
+        ]
+
+    def preference_choices(self):
+        """The preference radios with their keyboard key (1–5)."""
+        return [(str(n), radio) for n, radio in enumerate(self["preference"], start=1)]
+
+    def submission(self) -> Submission:
+        data = self.cleaned_data
+        ratings = {
+            side: {
+                name: data[rating_field_name(side, name)]
+                for name, _ in RATING_DIMENSIONS
+                if data.get(rating_field_name(side, name)) is not None
+            }
+            for side, _ in SIDES
+        }
+        return Submission(
+            screen_preference=data["preference"],
+            both_unacceptable=data["both_unacceptable"],
+            ratings={side: values for side, values in ratings.items() if values},
+            rationale=data["rationale"],
+            client_time_ms=data["client_time_ms"],
+        )
+
+
+class SkipForm(forms.Form):
+    # Rendered inside the rating form: a `required` reason would block submitting a rating.
+    use_required_attribute = False
+
+    skip_reason = forms.ChoiceField(
+        label="Why do you skip this item?",
+        choices=SKIP_REASONS,
+        widget=forms.RadioSelect,
+        error_messages={
+            "required": "Choose why you skip this item.",
+            "invalid_choice": "Choose why you skip this item.",
+        },
+    )
+    skip_note = forms.CharField(
+        label="Note (optional)",
+        required=False,
+        max_length=300,
+        widget=forms.TextInput(attrs={"maxlength": 300, "autocomplete": "off"}),
+    )
+
+    def reason_choices(self):
+        return [(str(n), radio) for n, radio in enumerate(self["skip_reason"], start=1)]

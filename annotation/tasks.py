@@ -1,0 +1,95 @@
+"""Background work of the campaign pages: building a campaign's comparisons as a tracked Job."""
+
+from celery import shared_task
+from django.db import transaction
+
+from h2htalk import jobs
+from h2htalk.models import Job
+
+from .models import Campaign, Comparison
+from .pairing import available_responses, build_comparisons, choose_pairs
+
+BUILD_KIND = "campaign_build"
+STEPS = 3
+
+
+def designed_pairs(campaign: Campaign) -> set[tuple[int, int]]:
+    """(response_a id, response_b id) of every comparison the current settings call for.
+
+    The same choice build_comparisons makes (same responses, same seeded pairing).
+    """
+    responses = available_responses(campaign)
+    by_scenario = {s: sorted(c) for s, c in responses.items() if len(c) >= 2}
+    triples = choose_pairs(
+        by_scenario, campaign.pairing, campaign.pairs_per_scenario, campaign.seed
+    )
+    return {(responses[s][low], responses[s][high]) for s, low, high in triples}
+
+
+def prune_comparisons(campaign: Campaign) -> int:
+    """Delete the comparisons the settings no longer call for, unless they have judgments.
+
+    Used after an edit of the pairing settings (allowed only before the first judgment). Gold
+    marks on comparisons that stay are kept. The rows are locked first, and only unjudged ones
+    deleted, so a vote submitted meanwhile (submit locks the same row) is never lost.
+    """
+    wanted = designed_pairs(campaign)
+    stale = [
+        pk
+        for pk, a, b in campaign.comparisons.values_list("pk", "response_a_id", "response_b_id")
+        if (a, b) not in wanted
+    ]
+    removed = 0
+    for start in range(0, len(stale), 1000):
+        with transaction.atomic():
+            locked = list(
+                Comparison.objects.select_for_update()
+                .filter(pk__in=stale[start : start + 1000], judgment_count=0)
+                .values_list("pk", flat=True)
+            )
+            removed += (
+                Comparison.objects.filter(pk__in=locked).delete()[1].get(Comparison._meta.label, 0)
+            )
+    return removed
+
+
+@shared_task
+def run_campaign_build(job_id: int) -> None:
+    """Create the campaign's comparisons (idempotent); with params.reset, prune stale ones first."""
+    job = jobs.start(job_id)
+    params = job.params
+    try:
+        campaign = Campaign.objects.get(pk=params["campaign_id"])
+        removed = 0
+        if params.get("reset"):
+            jobs.report_progress(job_id, 0, STEPS, "removing comparisons the settings dropped")
+            removed = prune_comparisons(campaign)
+        jobs.report_progress(job_id, 1, STEPS, "pairing responses and creating comparisons")
+        created = build_comparisons(campaign, incremental=not params.get("reset"))
+        total = campaign.comparisons.count()
+        jobs.report_progress(job_id, STEPS, STEPS, "done")
+    except Exception as error:
+        jobs.finish(job_id, Job.State.FAILED, f"{type(error).__name__}: {error}")
+        raise
+    message = f"{created} new comparison(s), {total} in the campaign"
+    if removed:
+        message += f"; {removed} no longer called for were removed"
+    if total == 0:
+        message += ": no scenario has responses from two of the chosen companions in these runs"
+    jobs.finish(
+        job_id,
+        Job.State.SUCCEEDED,
+        message,
+        {"campaign_id": campaign.pk, "created": created, "removed": removed, "total": total},
+    )
+
+
+def queue_build(campaign: Campaign, user, reset: bool = False) -> Job:
+    """A campaign_build Job, handed to a worker once the current transaction commits."""
+    job = Job.objects.create(
+        kind=BUILD_KIND,
+        created_by=user,
+        params={"campaign_id": campaign.pk, "campaign": campaign.name, "reset": reset},
+    )
+    transaction.on_commit(lambda: run_campaign_build.delay(job.pk))
+    return job

@@ -1,0 +1,169 @@
+"""Agreement reports for a campaign: the database side (judgments → DataFrame, caching);
+the statistics themselves are in h2htalk.stats.agreement."""
+
+import math
+
+import numpy as np
+import pandas as pd
+from django.db import IntegrityError, transaction
+from django.db.models import Count, Max
+
+from annotation.models import Campaign, Judgment
+from h2htalk.stats import agreement as stats
+
+from .models import AgreementReport
+
+MIN_UNITS_FOR_ALPHA = 5
+INLINE_LIMIT = 5_000  # judgments computed in the request; above this a Celery job does it
+
+
+def fingerprint(campaign: Campaign) -> str:
+    state = Judgment.objects.filter(comparison__campaign=campaign).aggregate(
+        n=Count("pk"), last=Max("pk")
+    )
+    return f"{state['n']}:{state['last'] or 0}"
+
+
+def judgments_frame(campaign: Campaign) -> pd.DataFrame:
+    rows = Judgment.objects.filter(comparison__campaign=campaign).values_list(
+        "comparison_id",
+        "annotator__username",
+        "preference",
+        "screen_preference",
+        "assignment__left_is_a",
+        "time_on_task_ms",
+        "comparison__is_gold",
+        "comparison__gold_preference",
+        "comparison__scenario__dimension",
+        "comparison__scenario__subtask",
+        "ratings",
+    )
+    frame = pd.DataFrame.from_records(
+        list(rows),
+        columns=[
+            "comparison",
+            "annotator",
+            "preference",
+            "screen_preference",
+            "left_is_a",
+            "time_on_task_ms",
+            "is_gold",
+            "gold_preference",
+            "dimension",
+            "subtask",
+            "ratings",
+        ],
+    )
+    if frame.empty:
+        return frame
+    frame["gold_preference"] = frame["gold_preference"].astype(float)
+    return stats.expand_ratings(frame)
+
+
+def _clean(value):
+    """JSON-safe: NaN/inf become None, numpy scalars plain numbers."""
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _alpha_rows(frame: pd.DataFrame, group: str | None, n_boot: int, seed: int) -> list[dict]:
+    regular = frame[~frame["is_gold"]]
+    groups = [("overall", regular)] if group is None else list(regular.groupby(group))
+    rows = []
+    for name, part in groups:
+        if part["comparison"].nunique() < MIN_UNITS_FOR_ALPHA:
+            continue
+        labels = ["preference5", "winner3"] + (stats.rating_labels(part) if group is None else [])
+        table = stats.label_agreement(part, labels=labels, n_boot=n_boot, seed=seed)
+        for label, row in table.iterrows():
+            rows.append({"group": str(name), "label": label, **row.to_dict()})
+    return rows
+
+
+def compute_report(campaign: Campaign, n_boot: int = 1000, seed: int = 0, progress=None) -> dict:
+    frame = judgments_frame(campaign)
+    report = {
+        "campaign": campaign.name,
+        "judgments": len(frame),
+        "ci": 0.95,
+        "n_boot": n_boot,
+        "note": "α: Krippendorff's alpha on the preference keyed by the model pair "
+        "(ordinal for the 5-point scale, nominal for A/tie/B, interval for 1–5 ratings); "
+        "95% percentile bootstrap intervals over comparisons. Gold items are left out.",
+        "overall": [],
+        "by_dimension": [],
+        "by_subtask": [],
+        "annotators": [],
+        "heatmap": {"annotators": [], "share": [], "shared": []},
+        "aggregation": None,
+    }
+    if frame.empty:
+        return report
+    steps = [
+        ("overall", lambda: _alpha_rows(frame, None, n_boot, seed)),
+        ("by_dimension", lambda: _alpha_rows(frame, "dimension", n_boot, seed)),
+        ("by_subtask", lambda: _alpha_rows(frame, "subtask", n_boot, seed)),
+        ("annotators", lambda: _annotators(frame)),
+        ("heatmap", lambda: _heatmap(frame)),
+        ("aggregation", lambda: _aggregation(frame)),
+    ]
+    for done, (key, step) in enumerate(steps, start=1):
+        report[key] = step()
+        if progress:
+            progress(done, len(steps), key)
+    return _clean(report)
+
+
+def _annotators(frame: pd.DataFrame) -> list[dict]:
+    table = stats.annotator_report(frame)
+    return [{"annotator": name, **row.to_dict()} for name, row in table.iterrows()]
+
+
+def _heatmap(frame: pd.DataFrame) -> dict:
+    matrix = stats.rating_matrix(frame[~frame["is_gold"]], "winner3")
+    share, shared = stats.pairwise_agreement(matrix)
+    return {
+        "annotators": [str(name) for name in matrix.index],
+        "share": share.to_numpy().tolist(),
+        "shared": shared.to_numpy().tolist(),
+    }
+
+
+def _aggregation(frame: pd.DataFrame) -> dict | None:
+    regular = frame[~frame["is_gold"]]
+    if regular["comparison"].nunique() < MIN_UNITS_FOR_ALPHA:
+        return None
+    result = stats.aggregate_labels(regular)
+    return {
+        "units": len(result.labels),
+        "disagreement": result.disagreement,
+        "majority_ties": result.n_majority_ties,
+    }
+
+
+def cached_report(campaign: Campaign) -> AgreementReport | None:
+    return AgreementReport.objects.filter(
+        campaign=campaign, fingerprint=fingerprint(campaign)
+    ).first()
+
+
+def store_report(campaign: Campaign, data: dict, state: str) -> AgreementReport:
+    try:
+        with transaction.atomic():
+            return AgreementReport.objects.create(campaign=campaign, fingerprint=state, data=data)
+    except IntegrityError:  # computed twice at once: keep the first
+        return AgreementReport.objects.get(campaign=campaign, fingerprint=state)
+
+
+def report_for(campaign: Campaign) -> AgreementReport:
+    """The up-to-date report, computing it now (for small campaigns and the command)."""
+    state = fingerprint(campaign)
+    existing = AgreementReport.objects.filter(campaign=campaign, fingerprint=state).first()
+    return existing or store_report(campaign, compute_report(campaign), state)

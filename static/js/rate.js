@@ -1,0 +1,274 @@
+// The rating page: keyboard shortcuts, visible time on task, focus after each htmx swap.
+// Everything here is an enhancement: without JavaScript the forms post and redirect as usual.
+(() => {
+  "use strict";
+
+  const page = document.querySelector("[data-rate-page]");
+  if (!page) return;
+
+  // ------------------------------------------------------------ elements of the current item
+  const form = () => document.querySelector("[data-rating-form]");
+  const inForm = (selector) => (form() ? form().querySelector(selector) : null);
+  const skipPanel = () => inForm("[data-skip-panel]");
+  const submitButton = () => inForm("[data-submit]");
+  const skipButton = () => inForm("[data-skip-confirm]");
+  const preferenceRadios = () => Array.from(form() ? form().querySelectorAll('input[name="preference"]') : []);
+  const chosenPreference = () => preferenceRadios().find((radio) => radio.checked) || null;
+  const chosenReason = () => inForm('input[name="skip_reason"]:checked');
+  const dialog = () => document.getElementById("shortcuts");
+
+  function hint(text) {
+    const box = inForm("[data-hint]");
+    if (box) box.textContent = text;
+  }
+
+  // ------------------------------------------------------------ visible time on the item
+  // Counted only while the tab is visible; restarts when a different item is shown.
+  const clock = { spent: 0, since: null, item: null };
+
+  function clockRunning() {
+    return clock.since !== null;
+  }
+  function pauseClock() {
+    if (clockRunning()) clock.spent += performance.now() - clock.since;
+    clock.since = null;
+  }
+  function resumeClock() {
+    if (!clockRunning() && !document.hidden) clock.since = performance.now();
+  }
+  function visibleMs() {
+    return Math.round(clock.spent + (clockRunning() ? performance.now() - clock.since : 0));
+  }
+  function writeClock() {
+    const input = inForm('input[name="client_time_ms"]');
+    if (input) input.value = String(visibleMs());
+  }
+  function syncClockToItem() {
+    const current = form() ? form().getAttribute("action") : null;
+    if (current !== clock.item) {
+      clock.item = current;
+      clock.spent = 0;
+      clock.since = null;
+      resumeClock();
+    }
+  }
+  document.addEventListener("visibilitychange", () => (document.hidden ? pauseClock() : resumeClock()));
+  document.addEventListener("submit", writeClock, true); // before htmx reads the form
+  document.addEventListener("htmx:confirm", writeClock);
+
+  // ------------------------------------------------------------ button states
+  function refresh() {
+    const submit = submitButton();
+    if (submit && !submit.hasAttribute("data-disabled-by-htmx")) {
+      submit.disabled = !chosenPreference();
+      submit.title = submit.disabled ? "Choose a preference first (keys 1–5)" : "";
+    }
+    const skip = skipButton();
+    if (skip && !skip.hasAttribute("data-disabled-by-htmx")) skip.disabled = !chosenReason();
+  }
+  document.addEventListener("change", (event) => {
+    if (event.target.closest("[data-rating-form]")) {
+      refresh();
+      if (event.target.name === "preference") hint("");
+    }
+  });
+
+  // ------------------------------------------------------------ a new item arrived
+  function scrollTranscripts() {
+    document.querySelectorAll("[data-transcript]").forEach((box) => {
+      box.scrollTop = box.scrollHeight; // the latest turns matter most
+    });
+  }
+  function setUp({ focus }) {
+    syncClockToItem();
+    refresh();
+    scrollTranscripts();
+    const item = document.getElementById("item");
+    if (!item || !focus) return;
+    const panel = skipPanel();
+    if (panel && panel.open) {
+      focusReasons();
+    } else {
+      item.focus({ preventScroll: true });
+    }
+    item.scrollIntoView({ block: "start" });
+    window.scrollBy(0, -8);
+  }
+  document.body.addEventListener("htmx:afterSettle", (event) => {
+    if (event.target && event.target.id === "item") setUp({ focus: true });
+  });
+  // Logged out meanwhile (the request was redirected to the login page): go there for real
+  // instead of putting a login form where the item was.
+  document.body.addEventListener("htmx:beforeSwap", (event) => {
+    const url = event.detail.xhr && event.detail.xhr.responseURL;
+    if (url && new URL(url).pathname.endsWith("/login/")) {
+      event.detail.shouldSwap = false;
+      window.location.assign(url.split("?")[0] + "?next=" + encodeURIComponent(window.location.pathname));
+    }
+  });
+  // Errors keep the choices on screen, say so, and let Enter try again.
+  document.body.addEventListener("htmx:responseError", (event) => {
+    const status = event.detail.xhr ? event.detail.xhr.status : 0;
+    hint(status === 404 ? "This item is no longer yours. Reload the page for the next one." : `The server could not save this (error ${status}). Your choices are kept: press Enter to try again, or reload.`);
+    refresh();
+  });
+  document.body.addEventListener("htmx:sendError", () => {
+    hint("No connection to the server. Your choices are kept: press Enter to try again.");
+    refresh();
+  });
+
+  // ------------------------------------------------------------ actions
+  function choosePreference(n) {
+    const radio = preferenceRadios()[n - 1];
+    if (!radio) return;
+    radio.checked = true;
+    radio.dispatchEvent(new Event("change", { bubbles: true }));
+    radio.focus({ preventScroll: true });
+  }
+  function chooseInGroup(group, digit) {
+    const radios = Array.from(group.querySelectorAll('input[type="radio"]'));
+    const radio = radios.find((r) => r.value === String(digit)) || (group.hasAttribute("data-skip-reasons") ? radios[digit - 1] : null);
+    if (!radio) return false;
+    radio.checked = true;
+    radio.dispatchEvent(new Event("change", { bubbles: true }));
+    radio.focus({ preventScroll: true });
+    return true;
+  }
+  function focusReasons() {
+    const radio = chosenReason() || inForm('input[name="skip_reason"]');
+    if (radio) radio.focus({ preventScroll: true });
+  }
+  function openSkip() {
+    const panel = skipPanel();
+    if (!panel) return;
+    panel.open = true;
+    focusReasons();
+    hint("Skipping: choose a reason (1–5), then Enter. Esc cancels.");
+  }
+  function closeSkip() {
+    const panel = skipPanel();
+    if (panel) panel.open = false;
+    hint("");
+    const item = document.getElementById("item");
+    if (item) item.focus({ preventScroll: true });
+  }
+  function submitNow() {
+    const panel = skipPanel();
+    if (panel && panel.open) {
+      if (!chosenReason()) return hint("Choose a reason first (1–5).");
+      return skipButton().click();
+    }
+    if (!chosenPreference()) return hint("Choose a preference first (keys 1–5).");
+    submitButton().click();
+  }
+  function toggleDetails(details) {
+    if (details) details.open = !details.open;
+    return details;
+  }
+
+  // ------------------------------------------------------------ shortcuts overlay
+  function openShortcuts() {
+    const box = dialog();
+    if (box && !box.open) box.showModal();
+  }
+  document.addEventListener("click", (event) => {
+    if (event.target.closest("[data-shortcuts-open]")) openShortcuts();
+  });
+
+  // ------------------------------------------------------------ the keyboard
+  function isTyping(element) {
+    if (!element) return false;
+    if (element.isContentEditable) return true;
+    if (element.tagName === "TEXTAREA" || element.tagName === "SELECT") return true;
+    return element.tagName === "INPUT" && !["radio", "checkbox", "button", "submit"].includes(element.type);
+  }
+
+  document.addEventListener("keydown", (event) => {
+    if (event.defaultPrevented || event.ctrlKey || event.metaKey || event.altKey || event.isComposing) return;
+    const target = event.target;
+    const key = event.key;
+
+    if (dialog() && dialog().open) return; // the dialog handles Esc itself
+
+    if (isTyping(target)) {
+      if (key === "Escape") {
+        event.preventDefault();
+        if (skipPanel() && skipPanel().contains(target)) closeSkip();
+        else document.getElementById("item")?.focus({ preventScroll: true });
+      }
+      return; // typing: no shortcuts
+    }
+
+    if (key === "?") {
+      event.preventDefault();
+      openShortcuts();
+      return;
+    }
+    if (!form()) return; // all done or paused: nothing else to do
+
+    if (/^[1-5]$/.test(key)) {
+      event.preventDefault();
+      const digit = Number(key);
+      const panel = skipPanel();
+      if (panel && panel.open) {
+        chooseInGroup(panel.querySelector("[data-skip-reasons]"), digit);
+        return;
+      }
+      const group = target.closest && target.closest("[data-digit-group]");
+      if (group && chooseInGroup(group, digit)) return;
+      choosePreference(digit);
+      return;
+    }
+
+    switch (key) {
+      case "Enter": {
+        const tag = target.tagName;
+        if (tag === "BUTTON" || tag === "A" || tag === "SUMMARY") return; // their own action
+        event.preventDefault();
+        submitNow();
+        return;
+      }
+      case "Escape":
+        event.preventDefault();
+        if (skipPanel() && skipPanel().open) closeSkip();
+        else document.getElementById("item")?.focus({ preventScroll: true }); // leave a rating row
+        return;
+      case "s":
+      case "S":
+        event.preventDefault();
+        openSkip();
+        return;
+      case "u":
+      case "U": {
+        event.preventDefault();
+        const box = inForm('input[name="both_unacceptable"]');
+        if (box) {
+          box.checked = !box.checked;
+          box.dispatchEvent(new Event("change", { bubbles: true }));
+        }
+        return;
+      }
+      case "r":
+      case "R": {
+        event.preventDefault();
+        inForm("textarea")?.focus();
+        return;
+      }
+      case "d":
+      case "D": {
+        event.preventDefault();
+        const details = toggleDetails(inForm("[data-ratings]"));
+        if (details && details.open) details.querySelector('input[type="radio"]:checked')?.focus({ preventScroll: true });
+        return;
+      }
+      case "g":
+      case "G":
+        event.preventDefault();
+        toggleDetails(document.querySelector(".rate-guidelines"));
+        return;
+      default:
+    }
+  });
+
+  setUp({ focus: false });
+})();
