@@ -36,5 +36,7 @@ urlpatterns = [
         campaign_agreement,
         name="campaign-agreement",
     ),
+    path("judges/", include("scoring.judge_api_urls")),
+    path("calibration/", include("scoring.calibration_api_urls")),
     path("", include(router.urls)),
 ]

@@ -18,6 +18,8 @@ urlpatterns = [
     path("rate/", include("annotation.urls")),
     path("campaigns/", include("annotation.campaign_urls")),
     path("scoring/", include("scoring.urls")),
+    path("judges/", include("scoring.judge_urls")),
+    path("calibration/", include("scoring.calibration_urls")),
     path("api/", include("h2htalk.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api_schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api_schema"), name="api_docs"),
