@@ -71,7 +71,24 @@ def current_assignment(user, campaign: Campaign) -> Assignment | None:
     )
 
 
+def _load(comparison_id: int, now) -> int:
+    """Judgments plus live leases, read fresh (a new statement sees what others committed)."""
+    judgments = Comparison.objects.filter(pk=comparison_id).values_list(
+        "judgment_count", flat=True
+    )[0]
+    leases = Assignment.objects.filter(
+        comparison_id=comparison_id, state=Assignment.State.OPEN, lease_expires_at__gt=now
+    ).count()
+    return judgments + leases
+
+
 def _take(user, campaign: Campaign, gold: bool, now) -> Assignment | None:
+    """Lock the best candidate (skipping rows others hold) and hand it out.
+
+    The candidate query's lease count comes from the statement's snapshot, which can miss an
+    assignment committed a moment ago by someone who held the same row; so once the row lock
+    is ours the load is read again, and a candidate that turned out full is passed over.
+    """
     seen = Assignment.objects.filter(annotator=user, comparison__campaign=campaign).values(
         "comparison_id"
     )
@@ -91,9 +108,14 @@ def _take(user, campaign: Campaign, gold: bool, now) -> Assignment | None:
             .filter(load__lt=campaign.overlap)
             .order_by("-load", "pk")  # finish what is started
         )
-    comparison = candidates.first()
-    if comparison is None:
-        return None
+    passed_over: list[int] = []
+    while True:
+        comparison = candidates.exclude(pk__in=passed_over).first()
+        if comparison is None:
+            return None
+        if gold or _load(comparison.pk, now) < campaign.overlap:
+            break
+        passed_over.append(comparison.pk)
     return Assignment.objects.create(
         comparison=comparison,
         annotator=user,

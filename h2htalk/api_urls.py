@@ -1,8 +1,8 @@
 from django.urls import include, path
 from rest_framework import routers
-from rest_framework.authtoken.views import obtain_auth_token
 
 from annotation.api import RatingAssignmentViewSet, RatingCampaignViewSet
+from h2htalk.auth import ObtainToken
 from h2htalk.roles import IsResearcher
 from scenarios.api import PersonaViewSet, ScenarioViewSet
 from scenarios.companion_api import CompanionViewSet, GenerationRunViewSet, ResponseViewSet
@@ -30,7 +30,7 @@ router.register("rate/campaigns", RatingCampaignViewSet, basename="rate-campaign
 router.register("rate/assignments", RatingAssignmentViewSet, basename="rate-assignment")
 
 urlpatterns = [
-    path("token/", obtain_auth_token, name="api_token"),
+    path("token/", ObtainToken.as_view(), name="api_token"),
     path(
         "campaigns/<int:campaign_id>/agreement/",
         campaign_agreement,

@@ -57,7 +57,30 @@ def judgments_frame(campaign: Campaign) -> pd.DataFrame:
     if frame.empty:
         return frame
     frame["gold_preference"] = frame["gold_preference"].astype(float)
-    return stats.expand_ratings(frame)
+    return orient(stats.expand_ratings(frame))
+
+
+def orient(frame: pd.DataFrame) -> pd.DataFrame:
+    """Fix each comparison's A/B orientation by a hash of its id instead of by companion id.
+
+    Pair keying only needs every vote on a comparison mapped to the same orientation. Taking A
+    = the lower companion id makes "A" mean the same model across the campaign, so when one
+    model is better the labels pile up on one side and α's chance baseline collapses (high
+    agreement, α near 0). A fixed pseudo-random orientation per comparison keeps the keying
+    and makes the baseline symmetric.
+    """
+    ids = frame["comparison"].to_numpy(dtype=np.uint64)
+    flip = ((ids * np.uint64(2654435761)) >> np.uint64(7)) % np.uint64(2) == 1
+    frame = frame.copy()
+    frame.loc[flip, "preference"] = -frame.loc[flip, "preference"]
+    frame.loc[flip, "gold_preference"] = -frame.loc[flip, "gold_preference"]
+    frame.loc[flip, "left_is_a"] = ~frame.loc[flip, "left_is_a"].astype(bool)
+    a_columns = [c for c in frame.columns if c.startswith("a_")]
+    for a_column in a_columns:
+        b_column = "b_" + a_column[2:]
+        if b_column in frame.columns:
+            frame.loc[flip, [a_column, b_column]] = frame.loc[flip, [b_column, a_column]].to_numpy()
+    return frame
 
 
 def _clean(value):
@@ -95,8 +118,10 @@ def compute_report(campaign: Campaign, n_boot: int = 1000, seed: int = 0, progre
         "ci": 0.95,
         "n_boot": n_boot,
         "note": "α: Krippendorff's alpha on the preference keyed by the model pair "
-        "(ordinal for the 5-point scale, nominal for A/tie/B, interval for 1–5 ratings); "
-        "95% percentile bootstrap intervals over comparisons. Gold items are left out.",
+        "(ordinal for the 5-point scale, nominal for A/tie/B, interval for 1–5 ratings; each "
+        "comparison's A/B orientation is fixed by a hash of its id, so label prevalence does "
+        "not depend on the order of companion ids); 95% percentile bootstrap intervals over "
+        "comparisons. Gold items are left out.",
         "overall": [],
         "by_dimension": [],
         "by_subtask": [],
