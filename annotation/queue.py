@@ -8,6 +8,7 @@ judgments even when a lease expired and its slot went to someone else.
 """
 
 import random
+import time
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -46,17 +47,6 @@ class Submission:
     client_time_ms: int | None = None
 
 
-def _live_leases(now):
-    return (
-        Assignment.objects.filter(
-            comparison=OuterRef("pk"), state=Assignment.State.OPEN, lease_expires_at__gt=now
-        )
-        .values("comparison")
-        .annotate(n=Count("pk"))
-        .values("n")
-    )
-
-
 def current_assignment(user, campaign: Campaign) -> Assignment | None:
     """The annotator's unexpired open item in this campaign, if any (reloading shows it again)."""
     return (
@@ -71,53 +61,85 @@ def current_assignment(user, campaign: Campaign) -> Assignment | None:
     )
 
 
-def _load(comparison_id: int, now) -> int:
-    """Judgments plus live leases, read fresh (a new statement sees what others committed)."""
-    judgments = Comparison.objects.filter(pk=comparison_id).values_list(
-        "judgment_count", flat=True
-    )[0]
-    leases = Assignment.objects.filter(
-        comparison_id=comparison_id, state=Assignment.State.OPEN, lease_expires_at__gt=now
-    ).count()
-    return judgments + leases
+CANDIDATES_PER_LOCK = 2
+
+
+def _live_lease_counts(comparison_ids, now) -> dict[int, int]:
+    rows = (
+        Assignment.objects.filter(
+            comparison_id__in=comparison_ids,
+            state=Assignment.State.OPEN,
+            lease_expires_at__gt=now,
+        )
+        .values("comparison_id")
+        .annotate(n=Count("pk"))
+    )
+    return {row["comparison_id"]: row["n"] for row in rows}
+
+
+def _any_free(candidates, campaign: Campaign, gold: bool, now) -> bool:
+    """Whether any candidate has a free slot, counting live leases (no locks taken)."""
+    if gold:
+        return candidates.exists()
+    live = (
+        Assignment.objects.filter(
+            comparison=OuterRef("pk"), state=Assignment.State.OPEN, lease_expires_at__gt=now
+        )
+        .values("comparison")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    return (
+        candidates.annotate(live=Coalesce(Subquery(live), Value(0), output_field=IntegerField()))
+        .filter(judgment_count__lt=campaign.overlap - F("live"))
+        .exists()
+    )
 
 
 def _take(user, campaign: Campaign, gold: bool, now) -> Assignment | None:
-    """Lock the best candidate (skipping rows others hold) and hand it out.
+    """Lock a few of the best candidates (skipping rows others hold) and hand out the first
+    that still has a free slot.
 
-    The candidate query's lease count comes from the statement's snapshot, which can miss an
-    assignment committed a moment ago by someone who held the same row; so once the row lock
-    is ours the load is read again, and a candidate that turned out full is passed over.
+    Candidates come in index order (most judgments first: finish what is started) without
+    counting leases in SQL, which would cost a subquery per comparison of the campaign. Once the
+    rows are locked, their judgment counts are current, and the live leases are counted by a
+    new statement, which sees every assignment committed by whoever held a row before us.
     """
     seen = Assignment.objects.filter(annotator=user, comparison__campaign=campaign).values(
         "comparison_id"
     )
-    candidates = (
-        Comparison.objects.select_for_update(skip_locked=True, of=("self",))
-        .filter(campaign=campaign, is_gold=gold)
-        .exclude(pk__in=seen)
-    )
+    candidates = Comparison.objects.filter(campaign=campaign, is_gold=gold).exclude(pk__in=seen)
     if gold:
         candidates = candidates.order_by("judgment_count", "pk")
     else:
-        candidates = (
-            candidates.annotate(
-                live=Coalesce(Subquery(_live_leases(now)), Value(0), output_field=IntegerField())
-            )
-            .annotate(load=F("judgment_count") + F("live"))
-            .filter(load__lt=campaign.overlap)
-            .order_by("-load", "pk")  # finish what is started
+        candidates = candidates.filter(judgment_count__lt=campaign.overlap).order_by(
+            "-judgment_count", "pk"
         )
     passed_over: list[int] = []
-    while True:
-        comparison = candidates.exclude(pk__in=passed_over).first()
-        if comparison is None:
-            return None
-        if gold or _load(comparison.pk, now) < campaign.overlap:
+    for attempt in range(50):
+        batch = list(
+            candidates.exclude(pk__in=passed_over).select_for_update(
+                skip_locked=True, of=("self",)
+            )[:CANDIDATES_PER_LOCK]
+        )
+        if not batch:
+            # Everything left may just be locked for a moment by others handing out items.
+            if not _any_free(candidates.exclude(pk__in=passed_over), campaign, gold, now):
+                return None
+            time.sleep(0.005 * (attempt + 1))
+            continue
+        leases = {} if gold else _live_lease_counts([c.pk for c in batch], now)
+        chosen = next(
+            (c for c in batch if gold or c.judgment_count + leases.get(c.pk, 0) < campaign.overlap),
+            None,
+        )
+        if chosen is not None:
             break
-        passed_over.append(comparison.pk)
+        passed_over.extend(c.pk for c in batch)
+    else:
+        return None
     return Assignment.objects.create(
-        comparison=comparison,
+        comparison=chosen,
         annotator=user,
         left_is_a=random.random() < 0.5,
         lease_expires_at=now + timedelta(minutes=campaign.lease_minutes),
