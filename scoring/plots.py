@@ -21,9 +21,10 @@ def heatmap_svg(
     n = len(labels)
     margin = 120
     size = margin + n * cell + 10
+    width = size + 90  # room for the last rotated column label
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {size} {size}" '
-        f'width="{size}" height="{size}" role="img" aria-label="pairwise annotator agreement">'
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {size}" '
+        f'width="{width}" height="{size}" role="img" aria-label="pairwise annotator agreement">'
     ]
     for i, label in enumerate(labels):
         y = margin + i * cell + cell / 2
