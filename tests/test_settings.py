@@ -23,6 +23,7 @@ SETTINGS_VARIABLES = {
     "MEDIA_ROOT",
     "STATIC_ROOT",
     "DJANGO_SETTINGS_MODULE",
+    "DJANGO_ALLOW_ASYNC_UNSAFE",  # set by the browser tests' conftest; deploy check rejects it
 }
 
 # Prints what the cases check, as JSON on the last line. Celery's own config is read too, so
