@@ -1,3 +1,11 @@
-from django.urls import path  # noqa: F401 - endpoints are added as they land
+from rest_framework import routers
 
-urlpatterns = []
+from .judge_api import JudgeConfigViewSet, JudgeRunViewSet, JudgeVerdictViewSet
+
+# A SimpleRouter: the project's router owns the API root (no second "api-root" name).
+router = routers.SimpleRouter()
+router.register("configs", JudgeConfigViewSet, basename="judge-config")
+router.register("runs", JudgeRunViewSet, basename="judge-run")
+router.register("verdicts", JudgeVerdictViewSet, basename="judge-verdict")
+
+urlpatterns = router.urls
