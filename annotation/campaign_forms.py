@@ -131,6 +131,12 @@ class CampaignForm(forms.ModelForm):
         self.fields["annotators"].queryset = users.filter(groups__name=ANNOTATOR).distinct()
         if not self.instance.pk:
             self.initial.setdefault("scenario_query", DEFAULT_SCENARIO_QUERY)
+        if self.instance.pairing != Campaign.Pairing.FIXED:  # only routing makes fixed ones
+            self.fields["pairing"].choices = [
+                choice
+                for choice in self.fields["pairing"].choices
+                if choice[0] != Campaign.Pairing.FIXED
+            ]
         self.judgment_count = (
             Judgment.objects.filter(comparison__campaign=self.instance).count()
             if self.instance.pk

@@ -44,6 +44,7 @@ class Campaign(models.Model):
         ALL_PAIRS = "all_pairs", "All pairs per scenario"
         RANDOM_PAIRS = "random_pairs", "Fixed number of random pairs per scenario (balanced)"
         ADAPTIVE = "adaptive", "Adaptive: most uncertain model pairs first (Bradley–Terry)"
+        FIXED = "fixed", "Fixed comparisons (routed from a judge; never rebuilt)"
 
     name = models.CharField(max_length=150, unique=True)
     description = models.TextField(blank=True)

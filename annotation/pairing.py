@@ -79,6 +79,8 @@ def build_comparisons(campaign: Campaign, incremental: bool = True) -> int:
     keep theirs and only new scenarios are paired, continuing the balance of the existing ones
     (so a rebuild after adding scenarios never adds pairs to old ones).
     """
+    if campaign.pairing == Campaign.Pairing.FIXED:
+        return 0  # chosen elsewhere (routing); a rebuild must not change them
     responses = available_responses(campaign)
     by_scenario = {s: sorted(c) for s, c in responses.items() if len(c) >= 2}
     if campaign.pairing == Campaign.Pairing.ADAPTIVE:

@@ -1,3 +1,15 @@
-from django.urls import path  # noqa: F401 - endpoints are added as they land
+from django.urls import path
 
-urlpatterns = []
+from . import calibration_api as api
+
+urlpatterns = [
+    path("judges/", api.CalibratedJudgeList.as_view(), name="calibration-judge-list"),
+    path("judges/import/", api.CalibratedJudgeImport.as_view(), name="calibration-judge-import"),
+    path(
+        "judges/<int:pk>/", api.CalibratedJudgeDocument.as_view(), name="calibration-judge-detail"
+    ),
+    path(
+        "judges/<int:pk>/score/", api.CalibratedJudgeScore.as_view(), name="calibration-judge-score"
+    ),
+    path("route/", api.RouteComparisons.as_view(), name="calibration-route"),
+]

@@ -1,0 +1,61 @@
+import sys
+
+from django.core.management.base import BaseCommand, CommandError
+
+from annotation.models import Campaign
+from scenarios.models import GenerationRun, Response
+from scoring import metric_jobs
+from scoring.composite import EMBEDDING_BACKENDS
+
+
+class Command(BaseCommand):
+    help = (
+        "Compute reference metrics (ROUGE-1/2/L, BLEU-1..4, lengths, the paper's composite) of "
+        "responses against their scenario's reference and store them (MetricScore)."
+    )
+
+    def add_arguments(self, parser):
+        scope = parser.add_mutually_exclusive_group()
+        scope.add_argument("--campaign", help="campaign id or name: the responses it compares")
+        scope.add_argument("--run", help="generation run name or id")
+        parser.add_argument("--recompute", action="store_true", help="also responses with metrics")
+        parser.add_argument(
+            "--embedding",
+            default="none",
+            choices=sorted(EMBEDDING_BACKENDS),
+            help="embedding backend for the composite's embedding term (default none)",
+        )
+        parser.add_argument("--processes", type=int, default=2, help="worker processes")
+
+    def handle(self, *args, **options):
+        responses = Response.objects.all()
+        if options["campaign"]:
+            key = options["campaign"]
+            campaign = Campaign.objects.filter(pk=int(key)).first() if key.isdigit() else None
+            campaign = campaign or Campaign.objects.filter(name=key).first()
+            if campaign is None:
+                raise CommandError(f"no campaign with id or name {key!r}")
+            responses = metric_jobs.campaign_responses(campaign)
+        elif options["run"]:
+            key = options["run"]
+            run = GenerationRun.objects.filter(name=key).first()
+            if run is None and key.isdigit():
+                run = GenerationRun.objects.filter(pk=int(key)).first()
+            if run is None:
+                raise CommandError(f"no run with name or id {key!r}")
+            responses = Response.objects.filter(run=run)
+
+        def progress(done, total, step):
+            if total:
+                sys.stderr.write(f"\r{step}: {done}/{total}")
+                if done == total:
+                    sys.stderr.write("\n")
+
+        counts = metric_jobs.compute(
+            responses,
+            recompute=options["recompute"],
+            embedding=options["embedding"],
+            processes=options["processes"],
+            progress=progress,
+        )
+        self.stdout.write(f"reference metrics computed for {counts['scored']} response(s)")
