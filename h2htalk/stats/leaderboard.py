@@ -1,0 +1,440 @@
+"""Leaderboard statistics: Bradley–Terry strengths with bootstrap CIs, which differences are
+significant, CI-based ranks, empirical win rates and the anchor win rate corrected with PPI.
+
+Plain arrays in and out; nothing here touches the database (scoring.releases does).
+
+- Human votes: one outcome per vote (A better 1, tie ½, B better 0: the 5-point strength is not
+  used), aggregated into (i, j, outcome) cells; the bootstrap reweights the cell counts
+  multinomially (bradley_terry.bootstrap, the Chatbot Arena method). This treats votes as
+  independent draws.
+- Judge predictions: every (scenario, pair) contributes a fractional outcome p to i and 1 − p
+  to j. A multinomial reweighting of such cells would pretend every fraction is an independent
+  vote, so the bootstrap resamples *scenarios* with replacement instead (all pairs of a scenario
+  move together).
+- Significance: from the bootstrap draws of the Elo scale, P(i > j) and the percentile interval
+  of elo_i − elo_j; a difference is significant when that interval excludes 0. The rank of a
+  model is 1 + the number of models significantly better than it, so the rank column and the
+  significance matrix always agree (ranks by non-overlapping intervals, bradley_terry.ci_ranks,
+  are more conservative: two 95% intervals can overlap while their difference excludes 0).
+- Anchor win rate: Y = human outcome of X against the anchor on a labelled comparison (mean over
+  its annotators, tie ½), f = the judge's P(X beats the anchor); PPI++ (ppi.ppi_mean) combines f
+  on every scenario with the labelled subset, beside the judge alone and the humans alone.
+"""
+
+import math
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import sparse
+from scipy.special import expit
+from scipy.stats import spearmanr
+
+from . import bradley_terry as bt
+from . import ppi
+
+LEVEL = 0.95
+N_BOOT = 1000
+DENSE_LIMIT = 25_000_000  # scenario × pair cells held densely for the scenario bootstrap
+BATCH = 100  # bootstrap draws per matrix product and batched fit
+MAX_STEP = 1.0  # largest change of a log-strength per Newton step in fit_batch
+
+
+@dataclass
+class Strengths:
+    """Bradley–Terry strengths of n models on the Elo scale with bootstrap percentile CIs."""
+
+    elo: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    rank: np.ndarray  # 1 + number of models significantly better
+    p_better: np.ndarray  # n × n: bootstrap P(elo_i > elo_j) (ties count half)
+    significant: np.ndarray  # n × n: +1 i significantly better than j, −1 worse, 0 neither
+    diff_low: np.ndarray  # n × n: percentile interval of elo_i − elo_j
+    diff_high: np.ndarray
+    games: np.ndarray  # outcomes (votes, or scenario pairs for the judge) involving each model
+    level: float
+    n_boot: int
+    method: str
+    draws: np.ndarray | None = None  # n_boot × n (not serialised)
+
+    def as_dict(self) -> dict:
+        return json_safe(
+            {
+                "elo": self.elo,
+                "low": self.low,
+                "high": self.high,
+                "rank": self.rank,
+                "p_better": self.p_better,
+                "significant": self.significant,
+                "diff_low": self.diff_low,
+                "diff_high": self.diff_high,
+                "games": self.games,
+                "level": self.level,
+                "n_boot": self.n_boot,
+                "method": self.method,
+            }
+        )
+
+
+def derived_seed(seed: int, name: str) -> int:
+    """A stable per-analysis seed (crc32 of the name, not Python's salted hash)."""
+    state = np.random.SeedSequence([int(seed), zlib.crc32(name.encode("utf-8"))])
+    return int(state.generate_state(1)[0])
+
+
+def significance(draws: np.ndarray, level: float = LEVEL):
+    """(p_better, significant, diff_low, diff_high, rank) from n_boot × n bootstrap draws."""
+    n = draws.shape[1]
+    tail = (1 - level) / 2
+    p_better = np.zeros((n, n))
+    diff_low = np.zeros((n, n))
+    diff_high = np.zeros((n, n))
+    for i in range(n):  # row by row: n_boot × n at a time, not n_boot × n × n
+        diff = draws[:, [i]] - draws
+        p_better[i] = (diff > 0).mean(axis=0) + 0.5 * (diff == 0).mean(axis=0)
+        diff_low[i], diff_high[i] = np.quantile(diff, [tail, 1 - tail], axis=0)
+    np.fill_diagonal(p_better, 0.5)
+    significant = np.where(diff_low > 0, 1, np.where(diff_high < 0, -1, 0))
+    np.fill_diagonal(significant, 0)
+    rank = 1 + (significant == -1).sum(axis=1)  # models j with elo_j − elo_i excluding 0 above
+    return p_better, significant, diff_low, diff_high, rank
+
+
+def _strengths(theta, draws_theta, games, level, method) -> Strengths:
+    elo = bt.to_elo(theta)
+    draws = bt.to_elo(draws_theta)
+    tail = (1 - level) / 2
+    low, high = np.quantile(draws, [tail, 1 - tail], axis=0)
+    p_better, significant, diff_low, diff_high, rank = significance(draws, level)
+    return Strengths(
+        elo=elo,
+        low=low,
+        high=high,
+        rank=rank,
+        p_better=p_better,
+        significant=significant,
+        diff_low=diff_low,
+        diff_high=diff_high,
+        games=np.asarray(games, dtype=float),
+        level=level,
+        n_boot=len(draws),
+        method=method,
+        draws=draws,
+    )
+
+
+def fit_batch(
+    wins: np.ndarray,
+    start: np.ndarray,
+    ridge: float = 1e-4,
+    tol: float = 1e-10,
+    max_iter: int = 60,
+) -> np.ndarray:
+    """bradley_terry.fit for a batch of win matrices (B × n × n) at once, warm-started at
+    `start` (the point estimate): Newton steps with batched solves, each step's largest
+    change capped at MAX_STEP (a trust region: bootstrap optima are near the start, far only
+    when a draw separates a model), until every step is below `tol`; a draw that has not
+    converged by then is fitted by bradley_terry.fit itself. Returns B × n log-strengths of
+    mean 0."""
+    wins = np.asarray(wins, dtype=float)
+    size, n, _ = wins.shape
+    games = wins + wins.transpose(0, 2, 1)
+    theta = np.tile(np.asarray(start, dtype=float), (size, 1))
+    active = np.arange(size)
+    eye = np.eye(n, dtype=bool)
+    for _ in range(max_iter):
+        if not len(active):
+            break
+        t = theta[active]
+        w, g = wins[active], games[active]
+        p = expit(t[:, :, None] - t[:, None, :])
+        gradient = (w - g * p).sum(axis=2) - 2 * ridge * t
+        weight = g * p * (1 - p)
+        hessian = -weight
+        hessian[:, eye] = weight.sum(axis=2) + 2 * ridge
+        step = np.linalg.solve(hessian, gradient[:, :, None])[:, :, 0]
+        largest = np.abs(step).max(axis=1)
+        damping = np.minimum(1.0, MAX_STEP / np.maximum(largest, 1e-300))
+        theta[active] = t + damping[:, None] * step
+        active = active[largest > tol]
+    for k in active:  # not converged (e.g. a model that won every draw): the careful fit
+        theta[k] = bt.fit(wins[k], ridge=ridge)
+    return theta - theta.mean(axis=1, keepdims=True)
+
+
+def vote_strengths(
+    a, b, outcome, n_models: int, n_boot: int = N_BOOT, level: float = LEVEL, seed: int = 0
+) -> Strengths:
+    """Bradley–Terry from votes (outcome for a: 1, 0.5, 0): the fit on the aggregated cells and
+    the multinomial reweighting of the cell counts of bradley_terry.bootstrap (the same draws
+    for the same seed), fitted in batches (fit_batch)."""
+    cells = bt.aggregate(a, b, outcome, n_models)
+    theta = bt.fit(cells.wins())
+    rng = np.random.default_rng(seed)
+    total = int(cells.count.sum())
+    probabilities = cells.count / total
+    n = n_models
+    # wins[b] = weights[b] @ mapping: each cell adds outcome·count to (i, j), the rest to (j, i).
+    rows = np.arange(len(cells.count))
+    mapping = sparse.csr_matrix(
+        (
+            np.concatenate([cells.outcome, 1 - cells.outcome]),
+            (
+                np.concatenate([rows, rows]),
+                np.concatenate([cells.i * n + cells.j, cells.j * n + cells.i]),
+            ),
+        ),
+        shape=(len(rows), n * n),
+    )
+    draws_theta = np.empty((n_boot, n))
+    for start in range(0, n_boot, BATCH):
+        size = min(BATCH, n_boot - start)
+        weights = rng.multinomial(total, probabilities, size=size)  # = `size` single draws
+        batch = np.asarray((mapping.T @ weights.T.astype(float)).T).reshape(size, n, n)
+        draws_theta[start : start + size] = fit_batch(batch, theta)
+    games = np.bincount(np.asarray(a, int), minlength=n_models) + np.bincount(
+        np.asarray(b, int), minlength=n_models
+    )
+    return _strengths(
+        theta,
+        draws_theta,
+        games,
+        level,
+        f"Bradley–Terry by maximum likelihood on votes (tie = half a win each); {level:.0%} "
+        f"percentile intervals from {n_boot} multinomial reweightings of the aggregated "
+        "(pair, outcome) counts (votes treated as independent)",
+    )
+
+
+@dataclass
+class ScenarioCells:
+    """Fractional outcomes grouped by scenario: p[s, k] wins of the low model of pair k."""
+
+    wins: np.ndarray | sparse.csr_matrix  # S × K
+    games: np.ndarray | sparse.csr_matrix  # S × K
+    low: np.ndarray  # K: model index of the pair's low side
+    high: np.ndarray
+    n_models: int
+
+    def totals(self, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(wins, games) per pair for a batch of scenario weights (B × S)."""
+        if sparse.issparse(self.wins):
+            return (self.wins.T @ weights.T).T, (self.games.T @ weights.T).T
+        return weights @ self.wins, weights @ self.games
+
+    def matrix(self, pair_wins: np.ndarray, pair_games: np.ndarray) -> np.ndarray:
+        wins = np.zeros((self.n_models, self.n_models))
+        wins[self.low, self.high] = pair_wins
+        wins[self.high, self.low] = pair_games - pair_wins
+        return wins
+
+
+def scenario_cells(scenario, a, b, p, n_models: int) -> ScenarioCells:
+    """Group (scenario, a, b, P(a beats b)) rows into per-scenario pair totals."""
+    scenario = np.asarray(scenario)
+    a, b, p = np.asarray(a, int), np.asarray(b, int), np.asarray(p, float)
+    if (a == b).any():
+        raise ValueError("a model cannot be compared with itself")
+    if np.isnan(p).any() or (p < 0).any() or (p > 1).any():
+        raise ValueError("probabilities must lie in [0, 1]")
+    swap = a > b
+    low, high = np.where(swap, b, a), np.where(swap, a, b)
+    p_low = np.where(swap, 1 - p, p)
+    # Pair and scenario codes by counting and hashing, not by sorting millions of rows.
+    code = low.astype(np.int64) * n_models + high
+    seen = np.zeros(n_models * n_models, dtype=bool)
+    seen[code] = True
+    codes = np.flatnonzero(seen)
+    position = np.cumsum(seen) - 1
+    pair = position[code]
+    row, groups = pd.factorize(scenario, sort=True)
+    shape = (len(groups), len(codes))
+    if shape[0] * shape[1] <= DENSE_LIMIT:
+        flat = row.astype(np.int64) * shape[1] + pair
+        size = shape[0] * shape[1]
+        wins = np.bincount(flat, weights=p_low, minlength=size).reshape(shape)
+        games = np.bincount(flat, minlength=size).astype(float).reshape(shape)
+    else:
+        wins = sparse.csr_matrix((p_low, (row, pair)), shape=shape)
+        games = sparse.csr_matrix((np.ones_like(p_low), (row, pair)), shape=shape)
+    pair_low, pair_high = np.divmod(codes, n_models)
+    return ScenarioCells(wins, games, pair_low, pair_high, n_models)
+
+
+def scenario_strengths(
+    scenario,
+    a,
+    b,
+    p,
+    n_models: int,
+    n_boot: int = N_BOOT,
+    level: float = LEVEL,
+    seed: int = 0,
+) -> Strengths:
+    """Bradley–Terry from fractional outcomes (p wins for a, 1 − p for b); the bootstrap
+    resamples scenarios with replacement (multinomial scenario weights)."""
+    cells = scenario_cells(scenario, a, b, p, n_models)
+    n_scenarios = cells.wins.shape[0]
+    ones = np.ones((1, n_scenarios))
+    pair_wins, pair_games = cells.totals(ones)
+    theta = bt.fit(cells.matrix(pair_wins[0], pair_games[0]))
+    rng = np.random.default_rng(seed)
+    draws = np.empty((n_boot, n_models))
+    uniform = np.full(n_scenarios, 1 / n_scenarios)
+    for start in range(0, n_boot, BATCH):
+        size = min(BATCH, n_boot - start)
+        weights = rng.multinomial(n_scenarios, uniform, size=size).astype(float)
+        batch_wins, batch_games = cells.totals(weights)
+        batch = np.zeros((size, n_models, n_models))
+        batch[:, cells.low, cells.high] = batch_wins
+        batch[:, cells.high, cells.low] = batch_games - batch_wins
+        draws[start : start + size] = fit_batch(batch, theta)
+    games = np.zeros(n_models)
+    np.add.at(games, cells.low, pair_games[0])
+    np.add.at(games, cells.high, pair_games[0])
+    return _strengths(
+        theta,
+        draws,
+        games,
+        level,
+        f"Bradley–Terry by maximum likelihood on the judge's expected outcomes (each scenario "
+        f"pair: P(i beats j) a win for i, the rest for j); {level:.0%} percentile intervals "
+        f"from {n_boot} bootstrap resamples of the {n_scenarios} scenarios (fractional outcomes "
+        "are not independent votes, so scenarios are the resampled unit)",
+    )
+
+
+def win_matrix(a, b, outcome, n_models: int) -> tuple[np.ndarray, np.ndarray]:
+    """(wins, games): wins[i, j] = outcomes won by i against j (ties half), games[i, j]."""
+    wins = bt.aggregate(a, b, outcome, n_models).wins() if len(a) else np.zeros((n_models,) * 2)
+    return wins, wins + wins.T
+
+
+def estimate_dict(estimate: ppi.Estimate) -> dict:
+    return json_safe(
+        {
+            "estimate": estimate.estimate,
+            "low": estimate.low,
+            "high": estimate.high,
+            "level": estimate.level,
+            "lam": estimate.lam,
+            "n_labelled": estimate.n_labelled,
+            "n_unlabelled": estimate.n_unlabelled,
+            "method": estimate.method,
+            "significant": _excludes_half(estimate),
+        }
+    )
+
+
+def _excludes_half(estimate: ppi.Estimate) -> int:
+    """+1 when the interval lies above ½ (better than the anchor), −1 below, 0 neither."""
+    if not (math.isfinite(estimate.low) and math.isfinite(estimate.high)):
+        return 0
+    return 1 if estimate.low > 0.5 else -1 if estimate.high < 0.5 else 0
+
+
+def anchor_win_rate(y, f_labelled, f_all, level: float = LEVEL) -> dict:
+    """PPI++ estimate of P(X beats the anchor) with the judge alone and humans alone beside it.
+
+    y: human outcomes on the labelled items (mean over annotators, tie ½); f_labelled: the
+    judge's P(X beats the anchor) on those items; f_all: the judge on every scenario of the
+    population. Entries are None with a reason when there is too little data.
+    """
+    y, f, f_all = (np.asarray(v, dtype=float) for v in (y, f_labelled, f_all))
+    out: dict = {"n_labelled": len(y), "n_all": len(f_all)}
+    if len(f_all) >= 2:
+        out["judge"] = estimate_dict(ppi.naive_mean(f_all, level))
+    else:
+        out["judge"] = None
+        out["judge_reason"] = "fewer than two scenarios with a judge prediction"
+    if len(y) >= 2:
+        out["humans"] = estimate_dict(ppi.classical_mean(y, level))
+    else:
+        out["humans"] = None
+        out["humans_reason"] = "fewer than two labelled comparisons"
+    if len(y) >= 2 and len(f_all) >= 2:
+        out["ppi"] = estimate_dict(ppi.ppi_mean(y, f, f_all, level=level, tune=True))
+    else:
+        out["ppi"] = None
+        out["ppi_reason"] = "PPI needs at least two labelled comparisons and two scenarios"
+    return out
+
+
+def rank_correlation(x, y) -> float | None:
+    """Spearman's ρ of two score vectors (None for fewer than three finite pairs or no spread)."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    keep = np.isfinite(x) & np.isfinite(y)
+    if keep.sum() < 3 or np.ptp(x[keep]) == 0 or np.ptp(y[keep]) == 0:
+        return None
+    return float(spearmanr(x[keep], y[keep]).statistic)
+
+
+def mean_interval(values, level: float = LEVEL) -> dict:
+    """Mean with a normal-approximation interval (None bounds for fewer than two values)."""
+    values = np.asarray(values, dtype=float)
+    values = values[np.isfinite(values)]
+    if not len(values):
+        return {"mean": None, "low": None, "high": None, "n": 0, "level": level}
+    mean = float(values.mean())
+    if len(values) < 2:
+        return {"mean": mean, "low": None, "high": None, "n": 1, "level": level}
+    from scipy.stats import norm
+
+    half = float(norm.ppf(0.5 + level / 2) * values.std(ddof=1) / math.sqrt(len(values)))
+    return json_safe(
+        {"mean": mean, "low": mean - half, "high": mean + half, "n": len(values), "level": level}
+    )
+
+
+# ---------------------------------------------------------------- simulation
+
+
+def simulate_votes(strengths, n: int, rng: np.random.Generator, tie_rate: float = 0.1):
+    """n votes between random pairs: P(a beats b) = σ(s_a − s_b), a share `tie_rate` ties
+    (drawn independently of the pair, so E[outcome] is not exactly σ; use tie_rate=0 for an
+    exact BT truth)."""
+    strengths = np.asarray(strengths, dtype=float)
+    m = len(strengths)
+    a = rng.integers(0, m, n)
+    b = (a + rng.integers(1, m, n)) % m
+    p = 1 / (1 + np.exp(-(strengths[a] - strengths[b])))
+    outcome = (rng.random(n) < p).astype(float)
+    outcome[rng.random(n) < tie_rate] = 0.5
+    return a, b, outcome
+
+
+def simulate_ties_exact(strengths, n: int, rng: np.random.Generator, tie_share: float = 0.2):
+    """Votes with ties whose expectation is exactly σ(s_a − s_b): P(tie) = tie_share·4p(1 − p),
+    P(a) = p − P(tie)/2."""
+    strengths = np.asarray(strengths, dtype=float)
+    m = len(strengths)
+    a = rng.integers(0, m, n)
+    b = (a + rng.integers(1, m, n)) % m
+    p = 1 / (1 + np.exp(-(strengths[a] - strengths[b])))
+    p_tie = tie_share * 4 * p * (1 - p)
+    u = rng.random(n)
+    outcome = np.where(u < p - p_tie / 2, 1.0, np.where(u < p + p_tie / 2, 0.5, 0.0))
+    return a, b, outcome
+
+
+# ---------------------------------------------------------------- JSON
+
+
+def json_safe(value):
+    """Plain JSON values: numpy → Python, NaN/inf → None, −0.0 → 0.0 (PostgreSQL's jsonb has
+    no negative zero, and stored numbers must read back exactly as computed)."""
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return [json_safe(v) for v in value.tolist()]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, bool) or value is None or isinstance(value, int | str):
+        return value
+    if isinstance(value, float):
+        return value + 0.0 if math.isfinite(value) else None
+    return value

@@ -1,0 +1,60 @@
+"""Print a benchmark release's leaderboard and write its CSV, JSON and Markdown files; with
+--check, recompute it from its frozen inputs and compare with the stored numbers bit for bit."""
+
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from scoring import releases
+from scoring.models import Release
+
+
+class Command(BaseCommand):
+    help = (
+        "Print a release's leaderboard (Markdown) and write release-<id>-<name>.csv/.json/.md. "
+        "A release without numbers is computed first. --check recomputes the numbers from the "
+        "frozen inputs and fails unless they equal the stored ones bit for bit (and every input "
+        "is unchanged in the database)."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("release", help="release id or exact name")
+        parser.add_argument(
+            "--check",
+            action="store_true",
+            help="verify the inputs' fingerprint and reproduce the numbers bit for bit",
+        )
+        parser.add_argument(
+            "--out", default=".", help="folder for the CSV, JSON and Markdown files (default: .)"
+        )
+        parser.add_argument("--no-files", action="store_true", help="print only")
+
+    def handle(self, *args, **options):
+        try:
+            release = releases.find_release(options["release"])
+        except releases.ReleaseError as error:
+            raise CommandError(str(error)) from error
+        has_numbers = (
+            release.state == Release.State.READY
+            and releases.ReleaseResult.objects.filter(release=release).exists()
+        )
+        if not has_numbers:
+            self.stderr.write(f"{release.name}: no numbers yet, computing them now …")
+            try:
+                releases.compute(release, progress=self._progress)
+            except releases.ReleaseError as error:
+                raise CommandError(f"{release.name} could not be computed: {error}") from error
+        elif options["check"]:
+            outcome = releases.check(release, progress=self._progress)
+            if not outcome.ok:
+                raise CommandError(f"CHECK FAILED for {release.name}: {outcome.message}")
+            self.stderr.write(self.style.SUCCESS(f"Check passed: {outcome.message}."))
+        release = releases.find_release(str(release.pk))
+        self.stdout.write(releases.to_markdown(release))
+        if not options["no_files"]:
+            for path in releases.write_files(release, Path(options["out"])):
+                self.stderr.write(f"wrote {path}")
+
+    def _progress(self, done, total, message="scoring pairs with the judge"):
+        if total and (done == total or done % (10 * releases.PAIR_CHUNK) == 0):
+            self.stderr.write(f"  {message}: {done}/{total}")
