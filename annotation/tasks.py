@@ -33,6 +33,8 @@ def prune_comparisons(campaign: Campaign) -> int:
     marks on comparisons that stay are kept. The rows are locked first, and only unjudged ones
     deleted, so a vote submitted meanwhile (submit locks the same row) is never lost.
     """
+    if campaign.pairing == Campaign.Pairing.FIXED:
+        return 0
     wanted = designed_pairs(campaign)
     stale = [
         pk
@@ -82,6 +84,10 @@ def run_campaign_build(job_id: int) -> None:
         message,
         {"campaign_id": campaign.pk, "created": created, "removed": removed, "total": total},
     )
+
+
+# Re-run by h2htalk.sweeper after a lost worker: a build is idempotent (and one bulk insert).
+jobs.register(BUILD_KIND, run_campaign_build)
 
 
 def queue_build(campaign: Campaign, user, reset: bool = False) -> Job:

@@ -3,7 +3,11 @@ from django.db import models
 
 
 class Job(models.Model):
-    """A long-running background task (import, generation, judging) and its visible state."""
+    """A long-running background task (import, generation, judging) and its visible state.
+
+    While it runs, its executor beats a heartbeat in the cache (h2htalk.jobs); a job whose
+    heartbeat went stale (a killed worker) is re-queued or failed by h2htalk.sweeper.
+    """
 
     class State(models.TextChoices):
         QUEUED = "queued"
@@ -28,6 +32,11 @@ class Job(models.Model):
     params = models.JSONField(default=dict, blank=True)
     result = models.JSONField(default=dict, blank=True)
     cancel_requested = models.BooleanField(default=False)
+    attempts = models.PositiveSmallIntegerField(
+        default=0,
+        help_text="Times a worker started it; more than 1 after the sweeper restarted it "
+        "(its worker was lost: h2htalk.sweeper).",
+    )
 
     class Meta:
         ordering = ["-created_at"]

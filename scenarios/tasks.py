@@ -79,6 +79,11 @@ def _resume_after_worker_start(**kwargs):
     resume_stale_runs.apply_async(countdown=settings.GENERATION_STALE_SECONDS + 1)
 
 
+# Re-run from the start by h2htalk.sweeper after a lost worker: both imports are atomic and
+# idempotent (a re-run writes everything or nothing, and a row already written is unchanged).
+jobs.register("scenario_import", run_scenario_import)
+
+
 def queue_run(run: GenerationRun) -> None:
     """Mark the run queued (new, or after a cancel, pause or crash) and hand it to a worker."""
     GenerationRun.objects.filter(pk=run.pk).update(
@@ -135,3 +140,6 @@ def run_response_import(job_id: int) -> None:
             f"in run {report.run}"
         )
     jobs.finish(job_id, state, message, report.as_dict())
+
+
+jobs.register("response_import", run_response_import)

@@ -1,0 +1,137 @@
+"""The stale-job sweeper: background Jobs whose worker died are restarted or failed, clearly.
+
+Why. A task runs with acks_late, so a killed worker leaves its message unacknowledged, and
+Celery's Redis transport only hands it out again after the visibility timeout (one hour by
+default). Until then the Job would read "running" with frozen progress.
+
+How a lost worker is noticed. A running job beats a heartbeat in the cache (`h2htalk.jobs`,
+every `heartbeat_seconds()`, from a thread of the executing process, so long phases without
+progress and open transactions do not matter). A running job whose last beat is older than
+JOB_STALE_SECONDS (default 60) lost its worker. A running job without any beat counts from
+its `started_at`, but only for restartable kinds (they all go through `jobs.start`).
+
+What happens to it (`sweep`), in one conditional UPDATE per job so that two sweepers never
+act twice:
+- its kind is registered as restartable (`jobs.register(kind, task)` in the app's tasks
+  module: atomic idempotent imports, idempotent campaign builds, recomputations) and it has
+  had fewer than JOB_MAX_ATTEMPTS attempts (default 3): queued again with the message
+  "worker lost; restarted (attempt N)" and its task sent again; `jobs.start` counts the
+  attempt and `jobs.finish` notes it in the final message;
+- otherwise: failed, with a message that says so (and whether it was given up after N
+  attempts or is a kind that is never re-run automatically).
+
+When. `h2htalk.tasks`: on every worker start (at once for queued jobs whose message was lost
+with a killed worker's prefetch, and again once the dead worker's heartbeats are stale), and
+every JOB_SWEEP_SECONDS (default 30) from a timer thread in each worker's main process,
+deduplicated across workers by a cache lock. A sweep is one query on running jobs and one
+cache read.
+
+Duplicates are harmless: `jobs.start` claims only a queued job, so a redelivered or re-sent
+message for a job that is running or finished is ignored.
+"""
+
+import logging
+import time
+from datetime import timedelta
+
+from django.core.cache import cache
+from django.db.models import Q
+from django.utils import timezone
+from django.utils.module_loading import autodiscover_modules
+
+from . import jobs
+from .models import Job
+
+logger = logging.getLogger(__name__)
+
+
+def _load_registry() -> None:
+    """Import every app's tasks module: that is where job kinds are registered."""
+    autodiscover_modules("tasks")
+
+
+def restarted_message(attempt: int) -> str:
+    return f"worker lost; restarted (attempt {attempt})"
+
+
+def given_up_message(attempts: int) -> str:
+    return (
+        f"worker lost during attempt {attempts} of {attempts}: not restarted again. "
+        "Nothing of an all-or-nothing job was kept; start it again."
+    )
+
+
+def not_restartable_message(kind: str) -> str:
+    return (
+        f"worker lost while running: a {kind} job is not restarted automatically; "
+        "check what it wrote and start it again."
+    )
+
+
+def stale_jobs(now: float | None = None) -> list[Job]:
+    """Running jobs whose heartbeat is older than JOB_STALE_SECONDS (their worker is gone)."""
+    _load_registry()
+    now = time.time() if now is None else now
+    cutoff = now - jobs.stale_seconds()
+    running = list(
+        Job.objects.filter(state=Job.State.RUNNING).only(
+            "pk", "kind", "state", "attempts", "started_at"
+        )
+    )
+    beats = jobs.last_beats(job.pk for job in running)
+    stale = []
+    for job in running:
+        last = beats.get(job.pk)
+        if last is None:
+            if jobs.restart_task(job.kind) is None:
+                continue  # no heartbeat and not ours: maybe run by code that does not beat
+            last = job.started_at.timestamp() if job.started_at else 0.0
+        if last < cutoff:
+            stale.append(job)
+    return stale
+
+
+def sweep(now: float | None = None) -> dict:
+    """Restart or fail every stale job; returns {"restarted": [ids], "failed": [ids]}."""
+    outcome = {"restarted": [], "failed": []}
+    limit = jobs.max_attempts()
+    for job in stale_jobs(now):
+        task = jobs.restart_task(job.kind)
+        mine = Job.objects.filter(pk=job.pk, state=Job.State.RUNNING, attempts=job.attempts)
+        if task is not None and job.attempts < limit:
+            message = restarted_message(job.attempts + 1)
+            if mine.update(state=Job.State.QUEUED, message=message, finished_at=None):
+                jobs.stop_heartbeat(job.pk)
+                jobs.set_progress(job.pk, 0, 0, message)
+                _forget_heartbeat(job.pk)
+                task.delay(job.pk)
+                outcome["restarted"].append(job.pk)
+                logger.warning("job %s (%s): %s", job.pk, job.kind, message)
+            continue
+        message = given_up_message(job.attempts) if task else not_restartable_message(job.kind)
+        if mine.update(state=Job.State.FAILED, message=message, finished_at=timezone.now()):
+            _forget_heartbeat(job.pk)
+            outcome["failed"].append(job.pk)
+            logger.warning("job %s (%s): %s", job.pk, job.kind, message)
+    return outcome
+
+
+def resend_queued(older_than: float | None = None) -> list[int]:
+    """Send again the queued jobs of restartable kinds that have waited longer than
+    `older_than` seconds (default JOB_STALE_SECONDS): their message may have been prefetched
+    by a worker that was then killed. A duplicate is ignored by `jobs.start`."""
+    _load_registry()
+    waited = jobs.stale_seconds() if older_than is None else older_than
+    cutoff = timezone.now() - timedelta(seconds=waited)
+    sent = []
+    queued = Job.objects.filter(state=Job.State.QUEUED, kind__in=jobs.restartable_kinds())
+    for pk, kind in queued.filter(
+        Q(created_at__lt=cutoff) & (Q(started_at__isnull=True) | Q(started_at__lt=cutoff))
+    ).values_list("pk", "kind"):
+        jobs.restart_task(kind).delay(pk)
+        sent.append(pk)
+    return sent
+
+
+def _forget_heartbeat(job_id: int) -> None:
+    cache.delete(jobs.heartbeat_key(job_id))

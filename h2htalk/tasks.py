@@ -1,0 +1,65 @@
+"""Platform tasks: the stale-job sweeper (see h2htalk.sweeper) and when it runs.
+
+- On every worker start: a sweep at once that also re-sends long-queued jobs (a killed
+  worker's prefetched messages stay unacknowledged in Redis for the visibility timeout), and
+  one more once the jobs the dead worker was running have gone stale (JOB_STALE_SECONDS + 1).
+- Every JOB_SWEEP_SECONDS (default 30; 0 turns it off): a timer thread in each worker's main
+  process sends a sweep, at most one per interval across all workers (a cache lock). The
+  thread touches only Redis; the sweep itself runs as an ordinary task.
+"""
+
+import logging
+import threading
+
+from celery import shared_task
+from celery.signals import worker_ready, worker_shutdown
+from django.core.cache import cache
+
+from . import jobs, sweeper
+
+logger = logging.getLogger(__name__)
+
+_timer_stop = threading.Event()
+
+
+def sweep_interval() -> float:
+    return jobs.setting("JOB_SWEEP_SECONDS", 30)
+
+
+@shared_task
+def sweep_stale_jobs(resend_queued: bool = False) -> dict:
+    """Restart (or fail) the jobs whose worker died; optionally re-send long-queued ones."""
+    outcome = sweeper.sweep()
+    if resend_queued:
+        outcome["resent"] = sweeper.resend_queued()
+    return outcome
+
+
+def _sweep_lock_key() -> str:
+    return f"job-sweep-lock:{jobs._namespace()}"
+
+
+def _periodic_sweeps(interval: float) -> None:
+    while not _timer_stop.wait(interval):
+        try:
+            if cache.add(_sweep_lock_key(), 1, timeout=max(1, int(interval))):
+                sweep_stale_jobs.delay()
+        except Exception:  # Redis away for a moment: try again next time
+            logger.warning("could not send the periodic job sweep", exc_info=True)
+
+
+@worker_ready.connect(weak=False)
+def _sweep_after_worker_start(**kwargs):
+    sweep_stale_jobs.delay(resend_queued=True)
+    sweep_stale_jobs.apply_async(countdown=jobs.stale_seconds() + 1)
+    interval = sweep_interval()
+    if interval > 0:
+        _timer_stop.clear()
+        threading.Thread(
+            target=_periodic_sweeps, args=(interval,), name="job-sweeper", daemon=True
+        ).start()
+
+
+@worker_shutdown.connect(weak=False)
+def _stop_periodic_sweeps(**kwargs):
+    _timer_stop.set()
