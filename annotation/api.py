@@ -450,6 +450,10 @@ class RatingAssignmentViewSet(viewsets.GenericViewSet):
     lookup_field = "key"
     lookup_value_regex = UUID_PATTERN
 
+    def get_serializer_class(self):
+        """The body each action reads (also what an OPTIONS request describes)."""
+        return RatingSkipSerializer if self.action == "skip" else RatingSubmitSerializer
+
     @extend_schema(
         parameters=[ITEM_KEY],
         request=RatingSubmitSerializer,

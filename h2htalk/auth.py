@@ -74,7 +74,8 @@ class ObtainToken(ObtainAuthToken):
     """POST username + password → token; throttled like the login page."""
 
     def post(self, request, *args, **kwargs):
-        username = str(request.data.get("username", ""))
+        data = request.data if isinstance(request.data, dict) else {}  # a JSON array: no name
+        username = str(data.get("username", ""))
         address = client_address(request)
         seconds = locked_for(username, address)
         if seconds:

@@ -29,6 +29,16 @@ class CompanionSerializer(serializers.ModelSerializer):
         ]
         read_only_fields = ["created_at"]
 
+    def validate_params(self, value):
+        """As the edit form: a JSON object (null: none) without the keys the platform sets."""
+        value = value or {}  # (a form-encoded "null" arrives here as None: a NOT NULL column)
+        if not isinstance(value, dict):
+            raise serializers.ValidationError("Give a JSON object.")
+        forbidden = {"model", "messages", "stream"} & set(value)
+        if forbidden:
+            raise serializers.ValidationError(f"{sorted(forbidden)} are set by the platform.")
+        return value
+
 
 class ProgressSerializer(serializers.Serializer):
     total = serializers.IntegerField()

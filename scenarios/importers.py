@@ -129,7 +129,7 @@ def detect_format(filename: str, first_bytes: bytes) -> str:
         if line.strip():
             try:
                 first = json.loads(line.decode("utf-8-sig"))
-            except (ValueError, UnicodeDecodeError):
+            except (ValueError, RecursionError):  # (UnicodeDecodeError is a ValueError)
                 return "jsonl"  # the parser reports the line properly
             if isinstance(first, dict) and set(first) == {"response"}:
                 return "release"
@@ -137,6 +137,12 @@ def detect_format(filename: str, first_bytes: bytes) -> str:
                 return "sharegpt"
             return "jsonl"
     return "jsonl"
+
+
+def _json_problem(error: Exception) -> str:
+    if isinstance(error, RecursionError):
+        return "malformed JSON: nested too deeply"
+    return "malformed JSON: a number has too many digits"
 
 
 def _json_objects(stream, skip_blank: bool = True) -> Iterator[tuple[int, dict | RowError]]:
@@ -156,6 +162,9 @@ def _json_objects(stream, skip_blank: bool = True) -> Iterator[tuple[int, dict |
                 RowError(number, "(json)", f"malformed JSON: {error.msg} at column {error.colno}"),
             )
             continue
+        except (ValueError, RecursionError) as error:  # a huge integer, or nested too deeply
+            yield number, RowError(number, "(json)", _json_problem(error))
+            continue
         if not isinstance(value, dict):
             yield number, RowError(number, "(json)", "each line must be a JSON object")
             continue
@@ -167,7 +176,7 @@ def read_native_jsonl(stream, **_) -> Iterator[tuple[int, dict | RowError]]:
         if isinstance(value, dict):
             unknown = sorted(set(value) - NATIVE_FIELDS)
             if unknown:
-                yield number, RowError(number, unknown[0], "unknown field")
+                yield number, RowError(number, unknown[0] or '""', "unknown field")
                 continue
         yield number, value
 
@@ -183,7 +192,10 @@ def read_release(stream, filename: str = "", default_subtask: str = "", **_):
             continue
         if set(value) != {"response"}:
             extra = sorted(set(value) - {"response"}) or ["response"]
-            yield number, RowError(number, extra[0], 'a release line is {"response": ...} only')
+            yield (
+                number,
+                RowError(number, extra[0] or '""', 'a release line is {"response": ...} only'),
+            )
             continue
         if not subtask:
             yield (
@@ -243,7 +255,14 @@ def read_csv(stream, **_):
     text_stream = io.TextIOWrapper(stream, encoding="utf-8-sig", newline="")
     try:
         reader = csv.DictReader(text_stream)
-        header = reader.fieldnames or []
+        try:
+            header = reader.fieldnames or []
+        except UnicodeDecodeError as error:
+            yield 1, RowError(1, "(encoding)", f"not valid UTF-8 ({error.reason})")
+            return
+        except csv.Error as error:
+            yield 1, RowError(1, "(csv)", str(error))
+            return
         missing = [column for column in CSV_REQUIRED_COLUMNS if column not in header]
         if missing:
             for column in missing:
@@ -251,7 +270,7 @@ def read_csv(stream, **_):
             return
         unknown = [column for column in header if column not in NATIVE_FIELDS]
         if unknown:
-            yield 1, RowError(1, unknown[0], "unknown column")
+            yield 1, RowError(1, unknown[0] or '""', "unknown column")
             return
         while True:
             try:
@@ -282,6 +301,9 @@ def read_csv(stream, **_):
                         cell = json.loads(cell)
                     except json.JSONDecodeError as error:
                         problem = RowError(number, column, f"malformed JSON: {error.msg}")
+                        break
+                    except (ValueError, RecursionError) as error:
+                        problem = RowError(number, column, _json_problem(error))
                         break
                 row[column] = cell
             yield number, problem or row
@@ -334,7 +356,7 @@ def clean_row(raw: dict, line: int, default_subtask: str, inline_personas: dict)
     if len(external_id) > 100:
         raise v.FieldError("external_id", "is longer than 100 characters")
     state = raw.get("state") or ""
-    if state and state not in STATE_VALUES:
+    if state and (not isinstance(state, str) or state not in STATE_VALUES):
         raise v.FieldError("state", f"{state!r} is not one of {Scenario.State.values}")
     return {
         "external_id": external_id,

@@ -26,6 +26,7 @@ import json
 import os
 import re
 import zipfile
+import zlib
 from array import array
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
@@ -79,6 +80,9 @@ UPDATE_FIELDS = [
     "updated_at",
 ]
 NO_META = (0, 0, None, "")  # prompt_tokens, completion_tokens, latency_ms, finish_reason
+# What reading a member of a damaged or unsupported archive raises (a bad local header or CRC,
+# corrupt deflate data, a truncation, an unknown compression method, encryption).
+ARCHIVE_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError)
 
 
 class ResponseImportFailed(ImportFailed):
@@ -281,11 +285,16 @@ def count_input_lines(source, filename: str | None = None) -> int:
     total = 0
     with source.opener() as open_file:
         for item in files:
-            with open_file(item) as stream:
-                counter = _FileState()
-                for chunk in iter(lambda stream=stream: stream.read(1 << 20), b""):
-                    counter.feed(chunk)
-                total += counter.lines
+            counter = _FileState()
+            try:
+                with open_file(item) as stream:
+                    for chunk in iter(lambda stream=stream: stream.read(1 << 20), b""):
+                        counter.feed(chunk)
+            except ARCHIVE_ERRORS as error:
+                if source.kind != "zip" or isinstance(error, RecursionError):
+                    raise
+                # (the scan reports the member)
+            total += counter.lines
     if source.stream is not None:
         source.stream.seek(0)
     return total
@@ -357,6 +366,10 @@ def _json_lines(stream, state) -> Iterator[tuple[int, dict | validation.FieldErr
         except RecursionError:
             yield number, validation.FieldError("(json)", "malformed JSON: nested too deeply")
             continue
+        except ValueError:  # an integer of more digits than Python converts
+            message = "malformed JSON: a number has too many digits"
+            yield number, validation.FieldError("(json)", message)
+            continue
         if not isinstance(value, dict):
             yield number, validation.FieldError("(json)", "each line must be a JSON object")
             continue
@@ -401,11 +414,12 @@ def read_platform(stream, item: InputFile, state) -> Iterator[tuple[int, Item | 
             continue
         unknown = sorted(set(value) - PLATFORM_FIELDS)
         if unknown:
-            yield number, validation.FieldError(unknown[0], "unknown field")
+            yield number, validation.FieldError(unknown[0] or '""', "unknown field")
             continue
         try:
             subtask = value.get("subtask")
-            if subtask not in SUBTASKS:  # (Subtask.values is rebuilt on every access)
+            # (SUBTASKS: Subtask.values is rebuilt on every access; a list is unhashable)
+            if not isinstance(subtask, str) or subtask not in SUBTASKS:
                 subtask = validation.clean_subtask(subtask)
             external_id = validation.clean_text(
                 value.get("external_id"), "external_id", required=True
@@ -521,7 +535,7 @@ class _JsonObjectReader:
         while True:
             try:
                 value, end = parse(self.buf, self.pos)
-            except (json.JSONDecodeError, RecursionError) as error:
+            except (ValueError, RecursionError) as error:  # (ValueError: a huge integer)
                 if len(self.buf) - self.pos > MAX_JSON_VALUE_CHARS:
                     raise _Malformed(
                         self.line,
@@ -531,7 +545,11 @@ class _JsonObjectReader:
                     ) from error
                 if self._fill():
                     continue
-                message = getattr(error, "msg", "nested too deeply")
+                message = getattr(error, "msg", None) or (
+                    "nested too deeply"
+                    if isinstance(error, RecursionError)
+                    else "a number has too many digits"
+                )
                 raise _Malformed(self.line, "(json)", f"malformed JSON: {message}") from error
             if end >= len(self.buf) and self._fill():
                 continue  # a number or literal might go on in the next chunk
@@ -567,12 +585,12 @@ def read_evaluator_json(stream, item: InputFile, state):
     try:
         for line, key, value in reader.members():
             try:
-                where, text = _evaluator_text(value, key)
+                where, text = _evaluator_text(value, key or '""')
                 text = validation.clean_text(text, where, required=True)
             except validation.FieldError as error:
                 yield line, error
                 continue
-            yield line, Item(item.subtask, key, item.companion, text, NO_META, key)
+            yield line, Item(item.subtask, key, item.companion, text, NO_META, key or '""')
     except _Malformed as error:
         yield error.line, validation.FieldError(error.field, error.message)
         reader.drain()
@@ -671,16 +689,22 @@ def _scan(source: Input, report: ResponseImportReport, index: _Index, emit, prog
         for number, item in enumerate(files, start=1):
             fingerprint.update(item.path.encode() + b"\0")
             state = _FileState(fingerprint)
-            with open_file(item) as stream:
-                for line, value in READERS[item.kind](stream, item, state):
-                    report.rows += 1
-                    if isinstance(value, validation.FieldError):
-                        report.add_error(line, value.field, value.message, item.path)
-                    else:
-                        _check(report, index, files, number, item.path, line, value, emit)
-                    if progress and done + line - last_progress >= PROGRESS_EVERY:
-                        last_progress = done + line
-                        progress(last_progress)
+            try:
+                with open_file(item) as stream:
+                    for line, value in READERS[item.kind](stream, item, state):
+                        report.rows += 1
+                        if isinstance(value, validation.FieldError):
+                            report.add_error(line, value.field, value.message, item.path)
+                        else:
+                            _check(report, index, files, number, item.path, line, value, emit)
+                        if progress and done + line - last_progress >= PROGRESS_EVERY:
+                            last_progress = done + line
+                            progress(last_progress)
+            except ARCHIVE_ERRORS as error:
+                if source.kind != "zip" or isinstance(error, RecursionError):
+                    raise
+                message = f"cannot be read from the archive: {error}"
+                report.add_error(0, "(zip)", message, item.path)
             done += state.lines
             report.files += 1
     report.lines = done
@@ -773,7 +797,12 @@ def build_response_plan(
     report = ResponseImportReport(filename=source.filename, format=source.format, run=run_name)
     if len(run_name) > 120:
         report.add_error(0, "run", "the run name is longer than 120 characters")
-    run = GenerationRun.objects.filter(name=run_name).first()
+    try:
+        validation.clean_text(run_name, "run")
+    except validation.FieldError as error:  # NUL or a lone surrogate: no query can hold it
+        report.add_error(0, "run", f"the run name {error.message}")
+        run_name = ""
+    run = GenerationRun.objects.filter(name=run_name).first() if run_name else None
     report.run_exists = run is not None
     _check_run(report, run)
     index = _Index()

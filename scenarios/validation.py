@@ -30,6 +30,11 @@ def clean_text(value, field: str, required: bool = False) -> str:
         raise FieldError(field, f"must be text, got {type(value).__name__}")
     if "\x00" in value:
         raise FieldError(field, "contains a NUL character")
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise FieldError(field, "contains a lone surrogate (not valid Unicode text)") from error
     if len(value) > MAX_TEXT_CHARS:
         raise FieldError(field, f"is {len(value):,} characters; the limit is {MAX_TEXT_CHARS:,}")
     if required and not value.strip():
@@ -40,7 +45,7 @@ def clean_text(value, field: str, required: bool = False) -> str:
 def clean_subtask(value) -> str:
     if not value:
         raise FieldError("subtask", "is required")
-    if value not in SUBTASK_VALUES:
+    if not isinstance(value, str) or value not in SUBTASK_VALUES:
         raise FieldError("subtask", f"unknown subtask {value!r}; expected one of {Subtask.values}")
     return value
 
@@ -127,7 +132,7 @@ def clean_schedule(value) -> list[dict]:
         if not isinstance(item, dict):
             raise FieldError(where, 'must be an object {"time": "HH:MM", "activity": ...}')
         time = item.get("time", "")
-        if time and not (isinstance(time, str) and TIME_RE.match(time)):
+        if time not in ("", None) and not (isinstance(time, str) and TIME_RE.match(time)):
             raise FieldError(f"{where}.time", f"{time!r} is not HH:MM")
         items.append(
             {"time": time, "activity": clean_text(item.get("activity"), f"{where}.activity", True)}
@@ -146,7 +151,7 @@ def clean_tags(value) -> list[str]:
     for i, tag in enumerate(value):
         if not isinstance(tag, str):
             raise FieldError(f"tags[{i}]", "must be text")
-        tag = tag.strip()
+        tag = clean_text(tag, f"tags[{i}]").strip()
         if len(tag) > 60:
             raise FieldError(f"tags[{i}]", "is longer than 60 characters")
         if tag and tag not in tags:
