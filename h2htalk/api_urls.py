@@ -38,5 +38,6 @@ urlpatterns = [
     ),
     path("judges/", include("scoring.judge_api_urls")),
     path("calibration/", include("scoring.calibration_api_urls")),
+    path("releases/", include("scoring.release_api_urls")),
     path("", include(router.urls)),
 ]

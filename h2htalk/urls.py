@@ -21,6 +21,7 @@ urlpatterns = [
     path("scoring/", include("scoring.urls")),
     path("judges/", include("scoring.judge_urls")),
     path("calibration/", include("scoring.calibration_urls")),
+    path("releases/", include("scoring.release_urls")),
     path("api/", include("h2htalk.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api_schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api_schema"), name="api_docs"),

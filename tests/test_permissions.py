@@ -4,6 +4,7 @@ The table below is the contract. A URL added to the project without an entry her
 `test_table_covers_every_url`, so each new page or endpoint gets a deliberate access decision.
 """
 
+import json
 from dataclasses import dataclass
 from functools import cache
 from urllib.parse import parse_qs, urlsplit
@@ -16,9 +17,12 @@ from annotation import queue
 from annotation.models import Assignment, Campaign, Judgment
 from h2htalk.models import Job
 from scenarios.models import CompanionModel, GenerationRun, Response, Scenario
+from scoring import releases
+from scoring.models import CalibratedJudge, JudgeConfig, JudgeRun, JudgeVerdict, Release
 from tests.annotation import factories as campaign_factories
 from tests.conftest import make_user
 from tests.scenarios import factories
+from tests.scoring.test_calibration_support import stored_judge
 
 ANONYMOUS, NOROLE, ANNOTATOR, RESEARCHER, ADMIN = (
     "anonymous",
@@ -113,6 +117,52 @@ EXPECTED = {
     "rate-campaign-next": RATING,
     "rate-assignment-submit": RATING,
     "rate-assignment-skip": RATING,
+    # LLM judges.
+    "judges:list": RESEARCH,
+    "judges:create": RESEARCH,
+    "judges:edit": RESEARCH,
+    "judges:bias": RESEARCH,
+    "judges:runs": RESEARCH,
+    "judges:run_create": RESEARCH,
+    "judges:run": RESEARCH,
+    "judges:run_progress": RESEARCH,
+    "judges:run_cancel": RESEARCH,
+    "judges:run_resume": RESEARCH,
+    "judges:run_export": RESEARCH,
+    "judges:import": RESEARCH,
+    "judges:import_job": RESEARCH,
+    "judges:import_confirm": RESEARCH,
+    "judge-config-list": RESEARCH,
+    "judge-config-detail": RESEARCH,
+    "judge-config-bias": RESEARCH,
+    "judge-run-list": RESEARCH,
+    "judge-run-detail": RESEARCH,
+    "judge-run-cancel": RESEARCH,
+    "judge-run-resume": RESEARCH,
+    "judge-verdict-list": RESEARCH,
+    "judge-verdict-detail": RESEARCH,
+    # Calibration.
+    "calibration:list": RESEARCH,
+    "calibration:create": RESEARCH,
+    "calibration:import": RESEARCH,
+    "calibration:route": RESEARCH,
+    "calibration:metrics": RESEARCH,
+    "calibration:detail": RESEARCH,
+    "calibration:download": RESEARCH,
+    "calibration-judge-list": RESEARCH,
+    "calibration-judge-detail": RESEARCH,
+    "calibration-judge-score": RESEARCH,
+    "calibration-judge-import": RESEARCH,
+    "calibration-route": RESEARCH,
+    # Benchmark releases and leaderboards.
+    "releases:list": RESEARCH,
+    "releases:create": RESEARCH,
+    "releases:detail": RESEARCH,
+    "releases:export": RESEARCH,
+    "releases:compute": RESEARCH,
+    "release-list": RESEARCH,
+    "release-detail": RESEARCH,
+    "release-compute": RESEARCH,
 }
 # Views that only accept POST: a GET by an allowed role is 405.
 POST_ONLY = {
@@ -135,9 +185,19 @@ POST_ONLY = {
     "rate-campaign-next",
     "rate-assignment-submit",
     "rate-assignment-skip",
+    "judges:run_cancel",
+    "judges:run_resume",
+    "judges:import_confirm",
+    "judge-run-cancel",
+    "judge-run-resume",
+    "calibration:metrics",
+    "calibration-judge-import",
+    "calibration-route",
+    "releases:compute",
+    "release-compute",
 }
 # Views whose answer to an allowed role is a redirect (to that role's landing page).
-REDIRECTS = {"home"}
+REDIRECTS = {"home", "releases:export"}  # the world's release is not computed: back to it
 # Which object a `pk` URL parameter refers to (default: the scenario).
 PK_OBJECT = {
     "job_detail": "job",
@@ -161,9 +221,35 @@ PK_OBJECT = {
     "campaigns:gold": "campaign",
     "campaigns:export": "campaign",
     "rate-campaign-next": "campaign",
+    "judges:edit": "judge",
+    "judges:bias": "judge",
+    "judge-config-detail": "judge",
+    "judge-config-bias": "judge",
+    "judges:run": "judge_run",
+    "judges:run_progress": "judge_run",
+    "judges:run_export": "judge_run",
+    "judges:run_resume": "judge_run",
+    "judge-run-detail": "judge_run",
+    "judge-run-resume": "judge_run",
+    "judges:run_cancel": "active_judge_run",
+    "judge-run-cancel": "active_judge_run",
+    "judge-verdict-detail": "verdict",
+    "calibration:detail": "calibrated_judge",
+    "calibration:download": "calibrated_judge",
+    "calibration-judge-detail": "calibrated_judge",
+    "calibration-judge-score": "calibrated_judge",
+    "releases:detail": "release",
+    "releases:export": "release",
+    "releases:compute": "release",
+    "release-detail": "release",
+    "release-compute": "release",
 }
 # Which job a `job_id` URL parameter refers to (default: the scenario import preview).
-JOB_OBJECT = {"companions:response_import_confirm": "response_job"}
+JOB_OBJECT = {
+    "companions:response_import_confirm": "response_job",
+    "judges:import_job": "verdict_job",
+    "judges:import_confirm": "verdict_job",
+}
 
 
 @cache
@@ -204,11 +290,40 @@ class World:
     response: Response
     response_job: Job
     campaign: Campaign  # open; the annotator and the admin rate in it
+    judge: JudgeConfig
+    judge_run: JudgeRun  # cancelled: resuming queues it again
+    active_judge_run: JudgeRun  # queued: cancelling stops it
+    verdict: JudgeVerdict
+    verdict_job: Job
+    calibrated_judge: CalibratedJudge
+    release: Release
 
     def assignment_key(self, role) -> str:
         """An open item of the logged-in rater (others are refused before the key matters)."""
         user = self.users[role if role in (ANNOTATOR, ADMIN) else ANNOTATOR]
         return str(queue.next_assignment(user, self.campaign).key)
+
+
+_FITTED: dict = {}
+
+
+def calibrated_judge_for(campaign, owner) -> CalibratedJudge:
+    """The simulated calibrated judge, fitted once per session and stored per test."""
+    if "document" not in _FITTED:
+        _FITTED["document"] = stored_judge(campaign, owner).document
+        return CalibratedJudge.objects.get()
+    document = _FITTED["document"]
+    JudgeConfig.objects.get_or_create(
+        name=document["judge"]["config"],
+        defaults={"mode": document["judge"]["mode"], "rubric": "r"},
+    )
+    return CalibratedJudge.objects.create(
+        name=document["name"],
+        version=document["version"],
+        document=document,
+        campaign=campaign,
+        created_by=owner,
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -217,7 +332,8 @@ def fast_passwords(settings):
 
 
 @pytest.fixture
-def world(admin_user, researcher, annotator, nobody, django_user_model):
+def world(monkeypatch, admin_user, researcher, annotator, nobody, django_user_model):
+    monkeypatch.setenv("H2HTALK_CODE_VERSION", "test")
     persona = factories.persona("Lin")
     scenario = factories.scenario(researcher, persona=persona, tags=["work"])
     job = Job.objects.create(
@@ -249,6 +365,33 @@ def world(admin_user, researcher, annotator, nobody, django_user_model):
         },
     )
     campaign = campaign_factories.campaign(researcher, [annotator, admin_user], n_scenarios=2)
+    judge = JudgeConfig.objects.create(
+        name="judge", base_url="http://127.0.0.1:9/v1", model_id="m", rubric="r"
+    )
+    judge_run = JudgeRun.objects.create(name="old judging", judge=judge, state="cancelled")
+    active_judge_run = JudgeRun.objects.create(name="new judging", judge=judge, state="queued")
+    verdict = JudgeVerdict.objects.create(run=judge_run, response=response, parse="strict")
+    verdict_job = Job.objects.create(
+        kind="judge_import",
+        state=Job.State.SUCCEEDED,
+        created_by=researcher,
+        params={
+            "path": "imports/x/v.jsonl",
+            "filename": "v.jsonl",
+            "judge": "judge",
+            "run_name": "",
+            "dry_run": True,
+        },
+    )
+    calibrated_judge = calibrated_judge_for(campaign, researcher)
+    release = releases.create_release(
+        name="world release",
+        campaign=campaign,
+        anchor=campaign.companions.order_by("pk").first(),
+        user=researcher,
+        n_boot=100,
+        compute_now=False,  # frozen and computed only by the compute probes: keeps this cheap
+    )
     return World(
         users={NOROLE: nobody, ANNOTATOR: annotator, RESEARCHER: researcher, ADMIN: admin_user},
         target=make_user(django_user_model, "target1", "annotator"),
@@ -261,6 +404,13 @@ def world(admin_user, researcher, annotator, nobody, django_user_model):
         response=response,
         response_job=response_job,
         campaign=campaign,
+        judge=judge,
+        judge_run=judge_run,
+        active_judge_run=active_judge_run,
+        verdict=verdict,
+        verdict_job=verdict_job,
+        calibrated_judge=calibrated_judge,
+        release=release,
     )
 
 
@@ -291,7 +441,7 @@ def urls_for(name, world, role=ANNOTATOR) -> list[str]:
             elif param == "key":
                 kwargs[param] = world.assignment_key(role)
             elif param == "fmt":
-                kwargs[param] = "json"
+                kwargs[param] = "json"  # a format every such URL accepts
             else:
                 raise AssertionError(f"no test value for URL parameter {param!r} of {name}")
         urls.append(reverse(name, kwargs=kwargs))
@@ -337,6 +487,15 @@ def _run_state(run):
     return run.state, run.cancel_requested
 
 
+def _release_state(release):
+    return Release.objects.filter(pk=release.pk).values_list("state", "checked_at").get()
+
+
+def _judge_state(run):
+    run = JudgeRun.objects.get(pk=run.pk)
+    return run.state, run.cancel_requested
+
+
 def _campaign_state(world):
     return Campaign.objects.get(pk=world.campaign.pk).state
 
@@ -374,6 +533,32 @@ PROBES = {
     "rate-campaign-next": Probe(data=lambda w: {}, state=_rating_state),
     "rate-assignment-submit": Probe(data=lambda w: {"preference": 0}, state=_rating_state),
     "rate-assignment-skip": Probe(data=lambda w: {"reason": "other"}, state=_rating_state),
+    "judges:run_cancel": Probe(data=lambda w: {}, state=lambda w: _judge_state(w.active_judge_run)),
+    "judge-run-cancel": Probe(data=lambda w: {}, state=lambda w: _judge_state(w.active_judge_run)),
+    "judges:run_resume": Probe(data=lambda w: {}, state=lambda w: _judge_state(w.judge_run)),
+    "judge-run-resume": Probe(data=lambda w: {}, state=lambda w: _judge_state(w.judge_run)),
+    "judges:import_confirm": Probe(data=lambda w: {}, state=lambda w: Job.objects.count()),
+    "calibration:metrics": Probe(
+        data=lambda w: {"campaign": w.campaign.pk}, state=lambda w: Job.objects.count()
+    ),
+    "calibration-judge-import": Probe(
+        data=lambda w: {
+            "document": json.dumps(CalibratedJudge.objects.get(pk=w.calibrated_judge.pk).document),
+            "name": "probe import",
+        },
+        state=lambda w: CalibratedJudge.objects.count(),
+    ),
+    "releases:compute": Probe(data=lambda w: {}, state=lambda w: _release_state(w.release)),
+    "release-compute": Probe(data=lambda w: {}, state=lambda w: _release_state(w.release)),
+    "calibration-route": Probe(
+        data=lambda w: {
+            "source_campaign": w.campaign.pk,
+            "mode": "composite",
+            "threshold": 1.0,
+            "name": "routed probe",
+        },
+        state=lambda w: Campaign.objects.count(),
+    ),
 }
 
 

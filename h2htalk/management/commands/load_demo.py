@@ -1,3 +1,4 @@
+import contextlib
 import json
 import random
 import secrets
@@ -23,6 +24,9 @@ DEMO_USERS = [("admin", ADMIN), ("researcher", RESEARCHER), ("annotator", ANNOTA
 DEMO_RATERS = ["demo-rater-1", "demo-rater-2", "demo-rater-3"]
 DEMO_RUN = "demo responses"
 DEMO_CAMPAIGN = "Demo campaign (demo data)"
+DEMO_RELEASE = "Demo release (demo data)"
+DEMO_JUDGE = "Demo judge (demo data)"
+DEMO_ANCHOR = "demo-brief-v1"
 # Simulated raters prefer the companions in this order (a Bradley–Terry strength each).
 DEMO_STRENGTH = {"demo-warmth-v2": 2.0, "demo-brief-v1": 0.5, "demo-eager-v0": -1.5}
 GUIDELINES = """\
@@ -60,6 +64,51 @@ class Command(BaseCommand):
             f"{Judgment.objects.filter(comparison__campaign=campaign).count()} judgments "
             "(simulated demo raters; the demo annotator can add the fourth vote)."
         )
+        self._release(campaign, users["researcher"])
+
+    def _release(self, campaign: Campaign, owner) -> None:
+        """The demo benchmark release (labelled demo data), created once and computed now."""
+        from scoring import releases
+        from scoring.models import Release
+
+        release = Release.objects.filter(name=DEMO_RELEASE).first()
+        if release is None:
+            release = releases.create_release(
+                name=DEMO_RELEASE,
+                description="Demo data: three fictional companions, simulated raters.",
+                campaign=campaign,
+                companions=list(campaign.companions.filter(name__in=DEMO_STRENGTH)),
+                anchor=CompanionModel.objects.get(name=DEMO_ANCHOR),
+                judge=self._demo_judge(campaign, owner),
+                seed=0,
+                user=owner,
+                is_demo=True,
+                compute_now=True,
+            )
+        elif release.state != Release.State.READY:
+            with contextlib.suppress(releases.ReleaseError):  # the release shows why
+                releases.compute(release)
+        self.stdout.write(
+            f"{DEMO_RELEASE}: {release.get_state_display().lower()}"
+            + (f" ({release.message})" if release.message else "")
+            + f", fingerprint {release.fingerprint[:12] or '-'}; leaderboard at /releases/{release.pk}/"
+        )
+
+    def _demo_judge(self, campaign: Campaign, owner):
+        """The newest calibrated judge of the demo campaign, else a metrics-only one fitted now
+        (None when it cannot be fitted: the release then has no judge)."""
+        from scoring import calibration
+        from scoring.models import CalibratedJudge
+
+        judge = CalibratedJudge.objects.filter(campaign=campaign).order_by("-created_at").first()
+        if judge is not None:
+            return judge
+        try:
+            with transaction.atomic():
+                return calibration.fit(campaign, name=DEMO_JUDGE, user=owner)
+        except Exception as error:  # the demo works without a judge
+            self.stdout.write(f"(no demo calibrated judge: {type(error).__name__}: {error})")
+            return None
 
     def _users(self) -> dict:
         User = get_user_model()
