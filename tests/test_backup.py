@@ -10,6 +10,8 @@ from django.core.management.base import CommandError
 from annotation.models import Judgment
 from h2htalk import backup
 from scenarios.models import Response, Scenario
+from scoring import releases
+from scoring.models import Release
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -24,6 +26,7 @@ def content() -> dict:
             Judgment.objects.values_list("pk", "comparison_id", "annotator__username", "preference")
         ),
         "tags": sorted(Scenario.tags.through.objects.values_list("scenario_id", "tag__name")),
+        "releases": sorted(Release.objects.values_list("pk", "fingerprint", "result__data_sha256")),
     }
 
 
@@ -31,6 +34,7 @@ def test_dump_restore_round_trip_keeps_counts_and_content(tmp_path):
     call_command("load_demo", stdout=io.StringIO())
     before_counts, before_content = backup.counts(), content()
     assert before_counts["annotation.Judgment"] == 243
+    assert before_content["releases"][0][1]  # the demo release, frozen and computed
 
     path = tmp_path / "study.jsonl"
     call_command("dump_study", output=str(path), stderr=io.StringIO())
@@ -42,6 +46,13 @@ def test_dump_restore_round_trip_keeps_counts_and_content(tmp_path):
     assert backup.counts() == before_counts
     assert content() == before_content
     assert "243 annotation.Judgment" in out.getvalue()
+
+    # Every release still matches its inputs in the restored database, and its numbers
+    # recompute bit for bit from them.
+    release = Release.objects.get()
+    assert release.fingerprint and releases.verify(release) == []
+    outcome = releases.check(release)
+    assert outcome.ok, outcome.message
 
     # New rows after a restore get fresh ids (sequences were reset), not clashes.
     scenario = Scenario.objects.first()
