@@ -17,7 +17,9 @@ import re
 
 import pytest
 import schemathesis
+from django.core.signals import request_finished, request_started
 from django.core.wsgi import get_wsgi_application
+from django.db import close_old_connections
 from drf_spectacular.generators import SchemaGenerator
 from hypothesis import HealthCheck, settings
 from rest_framework.authtoken.models import Token
@@ -53,6 +55,17 @@ PATH_OBJECTS = [
     (r"^/api/runs/\{id\}", "run"),
     (r"^/api/scenarios/\{id\}", "scenario"),
 ]
+
+
+@pytest.fixture(autouse=True)
+def keep_the_test_connection():
+    """As Django's test client does: a request through the WSGI app must not close the
+    connection that holds the test's transaction (on PostgreSQL it would)."""
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    yield
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)
 
 
 @pytest.fixture
