@@ -107,7 +107,10 @@ def expand_ratings(judgments: pd.DataFrame, column: str = "ratings") -> pd.DataF
             continue
         for side in ("a", "b"):
             for dimension, value in (ratings.get(side) or {}).items():
-                values.setdefault(f"{side}_{dimension}", [np.nan] * len(frame))[row] = value
+                name = f"{side}_{dimension}"
+                if name not in values:  # (not setdefault: its default would be built every time)
+                    values[name] = [np.nan] * len(frame)
+                values[name][row] = value
     for name in sorted(values):
         frame[name] = pd.to_numeric(pd.Series(values[name], index=frame.index), errors="coerce")
     return frame
