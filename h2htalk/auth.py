@@ -1,6 +1,8 @@
 """Login with throttling: after repeated failures for a username or from an address, further
 attempts are refused for a while (pages and the API token endpoint alike)."""
 
+import hashlib
+
 from django.conf import settings
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.forms import AuthenticationForm
@@ -11,7 +13,9 @@ from rest_framework.exceptions import Throttled
 
 
 def _keys(username: str, address: str) -> list[str]:
-    return [f"login-fail:user:{username.strip().lower()}", f"login-fail:ip:{address}"]
+    # Hashed: a username is user input (any length, spaces, control characters).
+    name = hashlib.sha256(username.strip().lower().encode()).hexdigest()[:32]
+    return [f"login-fail:user:{name}", f"login-fail:ip:{address}"]
 
 
 def client_address(request) -> str:

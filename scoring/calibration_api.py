@@ -3,6 +3,7 @@ response pairs, import, and routing comparisons to humans. The same functions as
 
 import json
 
+from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
@@ -15,6 +16,7 @@ from scenarios.models import Response as CompanionResponse
 
 from . import calibration, metric_jobs, routing
 from . import features as feature_data
+from .calibration_forms import MAX_DOCUMENT_BYTES
 from .models import JudgeConfig
 
 MAX_PAIRS = 1000
@@ -239,9 +241,19 @@ class CalibratedJudgeImport(APIView):
             201: CalibratedJudgeSerializer,
             200: CalibratedJudgeSerializer,
             400: ErrorSerializer,
+            413: ErrorSerializer,
         },
     )
     def post(self, request):
+        # The upload form's limit, checked on the body before it is read and parsed.
+        limit = min(MAX_DOCUMENT_BYTES, settings.MAX_UPLOAD_BYTES)
+        try:
+            size = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            size = 0
+        if size > limit:
+            detail = f"The request is {size:,} bytes; the limit is {limit:,}."
+            return Response({"detail": detail}, status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
         given = ImportRequestSerializer(data=request.data)
         given.is_valid(raise_exception=True)
         document = given.validated_data["document"]
