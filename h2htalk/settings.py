@@ -63,6 +63,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "h2htalk.middleware.DatabaseUnavailableMiddleware",
 ]
 
 ROOT_URLCONF = "h2htalk.urls"
@@ -88,6 +89,7 @@ DATABASES = {
     "default": dj_database_url.parse(
         os.environ.get("DATABASE_URL", f"sqlite:///{BASE_DIR / 'db.sqlite3'}"),
         conn_max_age=int(os.environ.get("DB_CONN_MAX_AGE", "0")),
+        conn_health_checks=True,  # a kept connection is checked first: survives a DB restart
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
