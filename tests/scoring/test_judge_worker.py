@@ -56,7 +56,9 @@ def test_killed_worker_judge_run_resumes_and_every_verdict_exists_once(researche
     assert {row["n"] for row in per_item} == {1}
     pairs = {(c.response_a_id, c.response_b_id) for c in campaign.comparisons.all()}
     assert {(v.first_id, v.second_id) for v in verdicts} == pairs | {(b, a) for a, b in pairs}
-    # Only what was in flight at the kill was asked twice.
-    assert 120 <= len(server.requests) <= 120 + 4
+    # Only what was in flight at the kill was asked again: up to 2 × pool items are handed to
+    # the pool at once, and an answer received but not yet stored is asked again (a CI run
+    # once saw 5 repeats, so the bound is the generation test's, not the pool's 4).
+    assert 120 <= len(server.requests) <= 120 + 8
     run.refresh_from_db()
     assert run.tokens_used >= sum(v.prompt_tokens + v.completion_tokens for v in verdicts)
