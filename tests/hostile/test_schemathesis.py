@@ -7,7 +7,7 @@ pass every role check), and a `world` (tests/test_permissions.py) gives every ki
 path parameters point at those objects, so the fuzzed bodies and query strings reach real
 ones rather than 404s. Any 5xx is a bug.
 
-HOSTILE_API_EXAMPLES sets the examples per operation (default 12; the whole module takes a
+HOSTILE_API_EXAMPLES sets the examples per operation (default 8; the whole module takes a
 couple of minutes).
 """
 
@@ -28,7 +28,7 @@ from schemathesis.checks import not_a_server_error
 from scoring.models import Release
 from tests.test_permissions import ADMIN, world  # noqa: F401 (the fixture)
 
-EXAMPLES = int(os.environ.get("HOSTILE_API_EXAMPLES", "12"))
+EXAMPLES = int(os.environ.get("HOSTILE_API_EXAMPLES", "8"))
 APP = get_wsgi_application()
 
 
