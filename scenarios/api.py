@@ -4,6 +4,7 @@ from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from h2htalk.fields import SlugRelatedField
 from h2htalk.roles import IsResearcher
 
 from . import services, validation
@@ -26,14 +27,14 @@ class TagNamesField(serializers.ListField):
 
 
 class ScenarioSerializer(serializers.ModelSerializer):
-    persona = serializers.SlugRelatedField(
+    persona = SlugRelatedField(
         slug_field="name", queryset=Persona.objects.all(), allow_null=True, required=False
     )
     tags = TagNamesField(child=serializers.CharField(max_length=60), required=False, default=list)
     history = serializers.JSONField(required=False, default=list)
     memory = serializers.JSONField(required=False, default=list)
     schedule = serializers.JSONField(required=False, default=list)
-    reviewer = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    reviewer = SlugRelatedField(slug_field="username", read_only=True)
 
     class Meta:
         model = Scenario

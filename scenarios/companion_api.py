@@ -3,6 +3,7 @@ from rest_framework import mixins, serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response as ApiResponse
 
+from h2htalk.fields import SlugRelatedField
 from h2htalk.roles import IsResearcher
 
 from . import generation
@@ -50,7 +51,7 @@ class ProgressSerializer(serializers.Serializer):
 
 
 class GenerationRunSerializer(serializers.ModelSerializer):
-    companions = serializers.SlugRelatedField(
+    companions = SlugRelatedField(
         slug_field="name", many=True, queryset=CompanionModel.objects.all()
     )
     progress = serializers.SerializerMethodField()
@@ -114,8 +115,8 @@ class GenerationRunSerializer(serializers.ModelSerializer):
 
 
 class ResponseSerializer(serializers.ModelSerializer):
-    companion = serializers.SlugRelatedField(slug_field="name", read_only=True)
-    run = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    companion = SlugRelatedField(slug_field="name", read_only=True)
+    run = SlugRelatedField(slug_field="name", read_only=True)
     subtask = serializers.CharField(source="scenario.subtask", read_only=True)
     external_id = serializers.CharField(source="scenario.external_id", read_only=True)
 

@@ -9,6 +9,7 @@ from rest_framework import mixins, serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response as ApiResponse
 
+from h2htalk.fields import SlugRelatedField
 from h2htalk.roles import IsResearcher
 from scenarios.models import CompanionModel, GenerationRun
 
@@ -145,9 +146,9 @@ class RunStateField(serializers.CharField):
 
 class JudgeRunSerializer(serializers.ModelSerializer):
     state = RunStateField(read_only=True)
-    judge = serializers.SlugRelatedField(slug_field="name", queryset=JudgeConfig.objects.all())
+    judge = SlugRelatedField(slug_field="name", queryset=JudgeConfig.objects.all())
     mode = serializers.CharField(source="judge.mode", read_only=True)
-    response_runs = serializers.SlugRelatedField(
+    response_runs = SlugRelatedField(
         slug_field="name",
         many=True,
         queryset=GenerationRun.objects.all(),
@@ -155,7 +156,7 @@ class JudgeRunSerializer(serializers.ModelSerializer):
         required=False,
         help_text="Single mode: grade the successful responses of these response runs.",
     )
-    companions = serializers.SlugRelatedField(
+    companions = SlugRelatedField(
         slug_field="name",
         many=True,
         queryset=CompanionModel.objects.all(),
