@@ -357,23 +357,7 @@ def _json_lines(stream, state) -> Iterator[tuple[int, dict | validation.FieldErr
             continue
         if not text.strip():
             continue
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError as error:
-            message = f"malformed JSON: {error.msg} at column {error.colno}"
-            yield number, validation.FieldError("(json)", message)
-            continue
-        except RecursionError:
-            yield number, validation.FieldError("(json)", "malformed JSON: nested too deeply")
-            continue
-        except ValueError:  # an integer of more digits than Python converts
-            message = "malformed JSON: a number has too many digits"
-            yield number, validation.FieldError("(json)", message)
-            continue
-        if not isinstance(value, dict):
-            yield number, validation.FieldError("(json)", "each line must be a JSON object")
-            continue
-        yield number, value
+        yield number, validation.json_object(text)
 
 
 def _clean_companion(value) -> str:

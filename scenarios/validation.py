@@ -4,6 +4,7 @@ Each validator returns the cleaned value or raises FieldError naming the field (
 inside it) so importers can report "line 12, field history[3].role: ...".
 """
 
+import json
 import re
 
 from .taxonomy import LANGUAGES, SUBTASK_VALUES, RiskLevel, Subtask
@@ -157,3 +158,18 @@ def clean_tags(value) -> list[str]:
         if tag and tag not in tags:
             tags.append(tag)
     return tags
+
+
+def json_object(text: str) -> "dict | FieldError":
+    """One JSONL line as an object, or the FieldError (field "(json)") that says what is wrong."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        return FieldError("(json)", f"malformed JSON: {error.msg} at column {error.colno}")
+    except RecursionError:
+        return FieldError("(json)", "malformed JSON: nested too deeply")
+    except ValueError:  # an integer of more digits than Python converts
+        return FieldError("(json)", "malformed JSON: a number has too many digits")
+    if not isinstance(value, dict):
+        return FieldError("(json)", "each line must be a JSON object")
+    return value

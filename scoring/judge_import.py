@@ -335,27 +335,7 @@ def _lines(stream):
             continue
         if not text:
             continue
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError as error:
-            yield (
-                number,
-                validation.FieldError(
-                    "(json)", f"malformed JSON: {error.msg} at column {error.colno}"
-                ),
-            )
-            continue
-        except RecursionError:
-            yield number, validation.FieldError("(json)", "malformed JSON: nested too deeply")
-            continue
-        except ValueError:  # an integer of more digits than Python converts
-            message = "malformed JSON: a number has too many digits"
-            yield number, validation.FieldError("(json)", message)
-            continue
-        if not isinstance(value, dict):
-            yield number, validation.FieldError("(json)", "each line must be a JSON object")
-            continue
-        yield number, value
+        yield number, validation.json_object(text)
 
 
 def _target_run(report: ImportReport, judge_name: str, run_name: str) -> JudgeRun | None:
