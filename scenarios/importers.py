@@ -154,20 +154,9 @@ def _json_objects(stream, skip_blank: bool = True) -> Iterator[tuple[int, dict |
             if not skip_blank:
                 yield number, RowError(number, "(line)", "empty line")
             continue
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError as error:
-            yield (
-                number,
-                RowError(number, "(json)", f"malformed JSON: {error.msg} at column {error.colno}"),
-            )
-            continue
-        except (ValueError, RecursionError) as error:  # a huge integer, or nested too deeply
-            yield number, RowError(number, "(json)", _json_problem(error))
-            continue
-        if not isinstance(value, dict):
-            yield number, RowError(number, "(json)", "each line must be a JSON object")
-            continue
+        value = validation.json_object(text)
+        if isinstance(value, validation.FieldError):
+            value = RowError(number, value.field, value.message)
         yield number, value
 
 
