@@ -7,6 +7,7 @@ of the comparison better, whose companion has the lower id), so votes from diffe
 agree.
 """
 
+import secrets
 import uuid
 
 from django.conf import settings
@@ -92,8 +93,17 @@ class Campaign(models.Model):
         return self.name
 
 
+def random_shuffle_key() -> int:
+    return secrets.randbits(31)
+
+
 class Comparison(models.Model):
-    """Two responses to one scenario. response_a's companion has the lower id (canonical order)."""
+    """Two responses to one scenario. response_a's companion has the lower id (canonical order).
+
+    `shuffle_key` is drawn at random when the comparison is made: the queue breaks ties in its
+    priority by it (from a random starting point per request), never by id, so the order in which
+    items arrive says nothing about which companions they come from.
+    """
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="comparisons")
     scenario = models.ForeignKey(Scenario, on_delete=models.PROTECT, related_name="+")
@@ -105,6 +115,7 @@ class Comparison(models.Model):
     )
     gold_note = models.TextField(blank=True, help_text="Why (shown to researchers only).")
     judgment_count = models.PositiveSmallIntegerField(default=0)
+    shuffle_key = models.IntegerField(default=random_shuffle_key, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -113,7 +124,12 @@ class Comparison(models.Model):
                 fields=["campaign", "response_a", "response_b"], name="one_comparison_per_pair"
             )
         ]
-        indexes = [models.Index(fields=["campaign", "is_gold", "judgment_count"])]
+        indexes = [
+            models.Index(
+                fields=["campaign", "is_gold", "judgment_count", "shuffle_key"],
+                name="comparison_queue_order",
+            ),
+        ]
 
     def __str__(self):
         return f"comparison {self.pk} in {self.campaign}"
@@ -184,6 +200,12 @@ class Judgment(models.Model):
     client_time_ms = models.PositiveIntegerField(
         null=True, blank=True, help_text="Visible time on the page, measured in the browser."
     )
+    scenario_revision = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Number of the scenario revision the annotator was shown."
+    )
+    scenario_hash = models.CharField(
+        max_length=64, blank=True, help_text="Scenario.content_hash of the text that was shown."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -195,3 +217,36 @@ class Judgment(models.Model):
     @property
     def prefers_left(self) -> bool:
         return self.screen_preference < 0
+
+
+class AnnotatorExclusion(models.Model):
+    """An annotator whose judgments a researcher left out of a campaign's numbers, and why.
+
+    Agreement, calibration fits and releases skip the judgments of excluded annotators; the
+    judgments themselves stay stored (clearing the exclusion brings them back).
+    """
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="exclusions")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="exclusions"
+    )
+    reason = models.CharField(max_length=300)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["campaign", "annotator"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["campaign", "annotator"], name="one_exclusion_per_annotator"
+            )
+        ]
+
+    def __str__(self):
+        return f"{self.annotator} excluded from {self.campaign}"
