@@ -432,6 +432,56 @@ def test_fast_annotators_are_flagged(simulated):
     assert set(report.index[report["flagged"]]) == BAD | {"h5"}
 
 
+def _api_client_times(judgments, seed=3):
+    """As the simulated study drove the REST API: each item submitted within a fraction of a
+    second of being leased (server time), with a realistic visible time reported by the client."""
+    rng = np.random.default_rng(seed)
+    judgments = judgments.copy()
+    judgments["client_time_ms"] = judgments["time_on_task_ms"].astype(float)
+    judgments["time_on_task_ms"] = rng.integers(40, 400, len(judgments))
+    return judgments
+
+
+def test_fast_flag_uses_the_client_time_when_reported(simulated):
+    """Honest raters with realistic visible times are not flagged fast however short the
+    server's lease time was (old code: every rater flagged "fast"); the server time is only the
+    fallback for judgments without a client time."""
+    judgments = _api_client_times(simulated[0])
+    report = ag.annotator_report(judgments)
+    assert set(report.index[report["flagged"]]) == BAD
+    assert not report["flag"].str.contains("fast").any()
+    assert (report["time_source"] == "client").all()
+    assert report.loc[HONEST, "median_time_ms"].between(20_000, 45_000).all()
+    # A rater whose browser reports 2 s per item is flagged, with the clock named.
+    speeder = judgments.copy()
+    speeder.loc[speeder["annotator"] == "h5", "client_time_ms"] = 2_000
+    report = ag.annotator_report(speeder)
+    assert report.loc["h5", "flag"].startswith("fast: median time 2.0 s (visible time in")
+    assert set(report.index[report["flagged"]]) == BAD | {"h5"}
+    # Without client times the server's lease time decides, and says so.
+    server_only = judgments.drop(columns="client_time_ms")
+    report = ag.annotator_report(server_only)
+    assert report.loc[HONEST, "flagged"].all()
+    assert (report["time_source"] == "server").all()
+    assert "server lease time" in report.loc["h0", "flag"]
+    # Missing client times fall back per judgment.
+    mixed = judgments.copy()
+    mixed.loc[mixed.index[::2], "client_time_ms"] = np.nan
+    report = ag.annotator_report(mixed)
+    assert (report["time_source"] == "mixed").all()
+
+
+def test_flagged_only_for_actionable_reasons(simulated):
+    """Quicker than most (but above the absolute floor) is a note, not a flag."""
+    judgments = _api_client_times(simulated[0])
+    judgments.loc[judgments["annotator"] == "h2", "client_time_ms"] = 6_000
+    report = ag.annotator_report(judgments)
+    assert not report.loc["h2", "flagged"] and report.loc["h2", "flag"] == ""
+    assert report.loc["h2", "note"].startswith("quicker than most: median time 6.0 s")
+    assert set(report.index[report["flagged"]]) == BAD
+    assert (report.loc[[n for n in HONEST if n != "h2"], "note"] == "").all()
+
+
 def test_dawid_skene_recovers_the_truth_better_than_majority(simulated):
     judgments, truth = simulated
     aggregation = ag.aggregate_labels(judgments)

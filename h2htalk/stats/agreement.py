@@ -535,8 +535,8 @@ def annotator_report(
     ``consensus_distance`` (mean |5-point preference − others' mean|); ``n_gold``,
     ``gold_accuracy`` (sign of the preference equals the sign of gold_preference, a tie gold
     expects a tie); ``n_non_tie``, ``left_rate`` (share of non-tie votes for the left side),
-    ``left_p`` (two-sided exact binomial test against 50%); ``median_time_ms``; ``flagged``;
-    ``flag``.
+    ``left_p`` (two-sided exact binomial test against 50%); ``median_time_ms`` and
+    ``time_source``; ``flagged``; ``flag``; ``note``.
 
     Flag rules (keyword thresholds):
     - consensus: with at least `min_units` consensus items, agreement below the pool median
@@ -546,7 +546,14 @@ def annotator_report(
     - gold: at least `min_gold` gold votes and accuracy confidently below `gold_floor` (its
       one-sided `gold_confidence` Clopper–Pearson upper bound is under the floor);
     - position: `left_p` < `position_alpha` and `left_rate` outside `position_band`;
-    - fast: median time below `fast_ms`, or below `fast_ratio` × the pool's median of medians.
+    - fast: median visible time below `fast_ms` (the browser's client_time_ms where reported,
+      the server's lease time only as a fallback, see `_visible_time`).
+
+    ``flagged`` is true only for these reasons, the ones a researcher would act on (look at the
+    annotator's work, exclude their judgments). Observations that are not reasons on their own
+    go to ``note``: a median time above `fast_ms` but below `fast_ratio` × the pool's median of
+    medians ("quicker than most"). ``time_source`` says which clock the median comes from
+    (client, server, mixed, none).
     """
     unit = _unit_column(judgments, unit)
     annotator = judgments["annotator"]
@@ -585,10 +592,9 @@ def annotator_report(
         table["left_rate"] = np.nan
         table["left_p"] = np.nan
 
-    if "time_on_task_ms" in judgments.columns:
-        table["median_time_ms"] = grouped["time_on_task_ms"].median().astype(float)
-    else:
-        table["median_time_ms"] = np.nan
+    seconds, source = _visible_time(judgments)
+    table["median_time_ms"] = seconds.groupby(annotator).median().astype(float)
+    table["time_source"] = source.groupby(annotator).agg(_time_source)
     for column in ("n_consensus", "n_gold", "n_non_tie"):
         table[column] = table[column].fillna(0).astype(np.int64)
 
@@ -623,17 +629,56 @@ def annotator_report(
                 f"position: picks the left side in {rate:.0%} of {n_non_tie} non-tie "
                 f"votes (binomial p = {row['left_p']:.1g}; expected {low:.0%}–{high:.0%})"
             )
+    notes = {name: [] for name in table.index}
     medians = table["median_time_ms"].dropna()
     if len(medians):
-        limit = max(fast_ms, fast_ratio * float(medians.median()))
+        pool_median = float(medians.median())
+        relative = fast_ratio * pool_median
         for name, value in medians.items():
-            if value < limit:
+            measured = TIME_SOURCES[table.at[name, "time_source"]]
+            if value < fast_ms:
                 reasons[name].append(
-                    f"fast: median time {value / 1000:.1f} s (flag below {limit / 1000:.1f} s)"
+                    f"fast: median time {value / 1000:.1f} s ({measured}; flag below "
+                    f"{fast_ms / 1000:.1f} s)"
+                )
+            elif value < relative:
+                notes[name].append(
+                    f"quicker than most: median time {value / 1000:.1f} s ({measured}; pool "
+                    f"median {pool_median / 1000:.1f} s)"
                 )
     table["flagged"] = [bool(reasons[name]) for name in table.index]
     table["flag"] = ["; ".join(reasons[name]) for name in table.index]
+    table["note"] = ["; ".join(notes[name]) for name in table.index]
     return table
+
+
+TIME_SOURCES = {
+    "client": "visible time in the browser",
+    "server": "server lease time, no browser time reported",
+    "mixed": "browser time, server lease time where none was reported",
+    "none": "no time recorded",
+}
+
+
+def _visible_time(judgments: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+    """Per judgment: the time the item was on screen (client_time_ms, measured in the browser)
+    where reported, else the server's lease time (time_on_task_ms, issued → submitted, which
+    also counts network and any wait before the page was shown); and which one it is."""
+    nan = pd.Series(np.nan, index=judgments.index, dtype=float)
+    client = pd.to_numeric(judgments.get("client_time_ms", nan), errors="coerce").astype(float)
+    server = pd.to_numeric(judgments.get("time_on_task_ms", nan), errors="coerce").astype(float)
+    source = pd.Series(
+        np.where(client.notna(), "client", np.where(server.notna(), "server", "none")),
+        index=judgments.index,
+    )
+    return client.fillna(server), source
+
+
+def _time_source(sources: pd.Series) -> str:
+    present = set(sources) - {"none"}
+    if not present:
+        return "none"
+    return present.pop() if len(present) == 1 else "mixed"
 
 
 # Aggregated labels
