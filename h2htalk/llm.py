@@ -4,6 +4,10 @@ One call = one chat completion with retries: 429, 5xx, timeouts, dropped connect
 malformed bodies are retried with exponential backoff (honouring Retry-After); other errors
 (400, 401, 404 …) fail at once. A cross-process slot limiter bounds concurrent requests per
 endpoint, so several workers together never exceed an endpoint's limit.
+
+Every request goes through `h2htalk.egress`: the base URL is checked before each call and each
+new connection resolves, checks and pins the host's address (LLM_ALLOWED_ENDPOINTS); redirects
+are not followed. A refused endpoint fails at once (not retried) with a message naming the rule.
 """
 
 import json
@@ -19,6 +23,8 @@ from email.utils import parsedate_to_datetime
 import openai
 from django.core.cache import cache
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
+
+from . import egress
 
 RETRYABLE = (
     openai.RateLimitError,
@@ -80,6 +86,12 @@ def client_for(endpoint: Endpoint) -> openai.OpenAI:
                 api_key=key[1],
                 timeout=endpoint.timeout,
                 max_retries=0,  # retries are ours, so Retry-After and budgets are honoured
+                http_client=openai.DefaultHttpxClient(
+                    # Connections resolve, check and pin the host (egress); a redirect is an
+                    # error, never followed to wherever it points.
+                    transport=egress.GuardedTransport(limits=openai.DEFAULT_CONNECTION_LIMITS),
+                    follow_redirects=False,
+                ),
             )
         return _clients[key]
 
@@ -125,6 +137,10 @@ def chat(
 ) -> ChatResult:
     """One chat completion with retries; raises LLMError when it finally fails."""
     request = {**endpoint.params, **(params or {})}
+    try:
+        egress.check_url(endpoint.base_url)
+    except egress.EgressError as error:
+        raise LLMError(f"endpoint refused: {error}", False) from error
     client = client_for(endpoint)
     retrying = Retrying(
         retry=retry_if_exception(lambda e: isinstance(e, RETRYABLE)),
@@ -143,7 +159,18 @@ def chat(
                     completion = client.chat.completions.create(
                         model=endpoint.model, messages=messages, **request
                     )
+    except egress.EgressError as error:  # raised by the transport when connecting
+        raise LLMError(f"endpoint refused: {error}", False, None, attempts) from error
     except openai.APIStatusError as error:
+        if 300 <= error.status_code < 400:
+            where = error.response.headers.get("location", "")
+            raise LLMError(
+                f"HTTP {error.status_code}: the endpoint redirects to {where[:200]!r}; "
+                "redirects are not followed (give the final URL as the base URL)",
+                False,
+                error.status_code,
+                attempts,
+            ) from error
         raise LLMError(
             f"HTTP {error.status_code}: {_short(error)}",
             isinstance(error, RETRYABLE),

@@ -129,6 +129,11 @@ MAX_UPLOAD_BYTES = int(os.environ.get("MAX_UPLOAD_BYTES", str(200 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 
+# Where companion and judge endpoints may point (h2htalk/egress.py): "public" and "loopback"
+# hosts by default; link-local, cloud metadata and private addresses only when an entry (an
+# address, a CIDR network, a host name or *.domain) lists them. Checked on save and on connect.
+LLM_ALLOWED_ENDPOINTS = env_list("LLM_ALLOWED_ENDPOINTS", "public,loopback")
+
 # Celery: eager (in-process) unless a broker is configured.
 CELERY_TASK_ALWAYS_EAGER = not os.environ.get("CELERY_BROKER_URL")
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or "memory://"

@@ -3,6 +3,7 @@ from rest_framework import mixins, serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response as ApiResponse
 
+from h2htalk import egress
 from h2htalk.fields import SlugRelatedField
 from h2htalk.roles import IsResearcher
 
@@ -29,6 +30,11 @@ class CompanionSerializer(serializers.ModelSerializer):
             "created_at",
         ]
         read_only_fields = ["created_at"]
+
+    def validate_base_url(self, value):
+        """As the model: a host allowed by LLM_ALLOWED_ENDPOINTS (h2htalk.egress)."""
+        egress.validate_base_url(value)
+        return value
 
     def validate_params(self, value):
         """As the edit form: a JSON object (null: none) without the keys the platform sets."""

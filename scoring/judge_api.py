@@ -9,6 +9,7 @@ from rest_framework import mixins, serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response as ApiResponse
 
+from h2htalk import egress
 from h2htalk.fields import SlugRelatedField
 from h2htalk.roles import IsResearcher
 from scenarios.models import CompanionModel, GenerationRun
@@ -72,6 +73,11 @@ class JudgeConfigSerializer(serializers.ModelSerializer):
         """True once the judge has runs: mode, model, rubric, temperature, samples and params
         can no longer change."""
         return is_locked(config)
+
+    def validate_base_url(self, value):
+        """As the model: a host allowed by LLM_ALLOWED_ENDPOINTS (h2htalk.egress)."""
+        egress.validate_base_url(value)
+        return value
 
     def validate_api_key_env(self, value):
         try:

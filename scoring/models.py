@@ -1,7 +1,9 @@
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 
 from annotation.models import Campaign
+from h2htalk import egress
 
 
 class AgreementReport(models.Model):
@@ -68,6 +70,13 @@ class JudgeConfig(models.Model):
 
     def __str__(self):
         return self.name
+
+    def clean(self):
+        super().clean()
+        try:
+            egress.validate_base_url(self.base_url)  # LLM_ALLOWED_ENDPOINTS
+        except ValidationError as error:
+            raise ValidationError({"base_url": error.messages}) from None
 
 
 class JudgeRun(models.Model):

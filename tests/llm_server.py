@@ -2,7 +2,8 @@
 
 Behaviour is chosen per request by a marker in the last user message, or by a script of
 behaviours consumed in order (then "ok"):
-  ok · slow:<seconds> · 429:<retry-after> · 500 · malformed · drop · text:<reply>
+  ok · slow:<seconds> · 429:<retry-after> · 500 · malformed · drop · text:<reply> ·
+  redirect:<location> (a 307)
 Every request is recorded (path, body) for assertions.
 """
 
@@ -98,6 +99,8 @@ class ChatServer:
                 elif name == "400":
                     error = {"error": {"message": "bad request", "type": "invalid_request"}}
                     return self._send(400, json.dumps(error).encode())
+                elif name == "redirect":
+                    return self._send(307, b"{}", {"Location": arg})
                 elif name == "malformed":
                     return self._send(200, b'{"id": "x", "choices": [ {"message": ')
                 elif name == "drop":

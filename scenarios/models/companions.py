@@ -1,8 +1,10 @@
 """Systems under test, the runs that produce their responses, and the responses."""
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 
+from h2htalk import egress
 from h2htalk.llm import Endpoint
 
 
@@ -45,6 +47,13 @@ class CompanionModel(models.Model):
 
     def __str__(self):
         return self.name
+
+    def clean(self):
+        super().clean()
+        try:
+            egress.validate_base_url(self.base_url)  # LLM_ALLOWED_ENDPOINTS
+        except ValidationError as error:
+            raise ValidationError({"base_url": error.messages}) from None
 
     @property
     def can_generate(self) -> bool:
