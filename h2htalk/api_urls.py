@@ -7,6 +7,7 @@ from h2htalk.roles import IsResearcher
 from scenarios.api import PersonaViewSet, ScenarioViewSet
 from scenarios.companion_api import CompanionViewSet, GenerationRunViewSet, ResponseViewSet
 from scoring.api import campaign_agreement
+from scoring.exclusion_api import campaign_exclusions
 
 
 class APIRootView(routers.APIRootView):
@@ -35,6 +36,11 @@ urlpatterns = [
         "campaigns/<int:campaign_id>/agreement/",
         campaign_agreement,
         name="campaign-agreement",
+    ),
+    path(
+        "campaigns/<int:campaign_id>/agreement/exclusions/",
+        campaign_exclusions,
+        name="campaign-agreement-exclusions",
     ),
     path("judges/", include("scoring.judge_api_urls")),
     path("calibration/", include("scoring.calibration_api_urls")),

@@ -6,8 +6,9 @@ import math
 import numpy as np
 import pandas as pd
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Max
+from django.db.models import Count, Max, Q
 
+from annotation import exclusions
 from annotation.models import Campaign, Judgment
 from h2htalk.stats import agreement as stats
 
@@ -17,11 +18,22 @@ MIN_UNITS_FOR_ALPHA = 5
 INLINE_LIMIT = 5_000  # judgments computed in the request; above this a Celery job does it
 
 
-def fingerprint(campaign: Campaign) -> str:
+REPORT_VERSION = "r2"  # in the cache key: reports stored by older code are recomputed
+
+
+def judgment_state(campaign: Campaign) -> str:
+    """Judgment count and last id (and the report version): equal for every exclusion state."""
     state = Judgment.objects.filter(comparison__campaign=campaign).aggregate(
         n=Count("pk"), last=Max("pk")
     )
-    return f"{state['n']}:{state['last'] or 0}"
+    return f"{state['n']}:{state['last'] or 0}:{REPORT_VERSION}"
+
+
+def fingerprint(campaign: Campaign) -> str:
+    """The cache key of a report: `judgment_state` and, when the campaign has excluded
+    annotators, a digest of who is excluded and why, so a change of either is a new report."""
+    excluded = exclusions.state(campaign)
+    return judgment_state(campaign) + (f":x{excluded}" if excluded else "")
 
 
 def judgments_frame(campaign: Campaign) -> pd.DataFrame:
@@ -32,6 +44,7 @@ def judgments_frame(campaign: Campaign) -> pd.DataFrame:
         "screen_preference",
         "assignment__left_is_a",
         "time_on_task_ms",
+        "client_time_ms",
         "comparison__is_gold",
         "comparison__gold_preference",
         "comparison__scenario__dimension",
@@ -47,6 +60,7 @@ def judgments_frame(campaign: Campaign) -> pd.DataFrame:
             "screen_preference",
             "left_is_a",
             "time_on_task_ms",
+            "client_time_ms",
             "is_gold",
             "gold_preference",
             "dimension",
@@ -57,6 +71,7 @@ def judgments_frame(campaign: Campaign) -> pd.DataFrame:
     if frame.empty:
         return frame
     frame["gold_preference"] = frame["gold_preference"].astype(float)
+    frame["client_time_ms"] = frame["client_time_ms"].astype(float)
     return orient(stats.expand_ratings(frame))
 
 
@@ -111,10 +126,25 @@ def _alpha_rows(frame: pd.DataFrame, group: str | None, n_boot: int, seed: int) 
 
 
 def compute_report(campaign: Campaign, n_boot: int = 1000, seed: int = 0, progress=None) -> dict:
-    frame = judgments_frame(campaign)
+    """The report. α, the pairwise heatmap and the label aggregation leave out the judgments of
+    annotators excluded from the campaign (annotation.exclusions); the annotator table covers
+    everyone, so an excluded annotator's flags stay visible (and clearing them is a choice made
+    with the evidence in view)."""
+    everyone = judgments_frame(campaign)
+    excluded = exclusions.summary(campaign)
+    left_out = {row["annotator"] for row in excluded}
+    frame = everyone[~everyone["annotator"].isin(left_out)] if len(everyone) else everyone
     report = {
         "campaign": campaign.name,
         "judgments": len(frame),
+        "judgments_total": len(everyone),
+        "excluded": {
+            "judgments": len(everyone) - len(frame),
+            "annotators": [
+                {key: row[key] for key in ("annotator", "reason", "judgments", "created_by")}
+                for row in excluded
+            ],
+        },
         "ci": 0.95,
         "n_boot": n_boot,
         "note": "α: Krippendorff's alpha on the preference keyed by the model pair "
@@ -129,13 +159,13 @@ def compute_report(campaign: Campaign, n_boot: int = 1000, seed: int = 0, progre
         "heatmap": {"annotators": [], "share": [], "shared": []},
         "aggregation": None,
     }
-    if frame.empty:
+    if everyone.empty:
         return report
     steps = [
         ("overall", lambda: _alpha_rows(frame, None, n_boot, seed)),
         ("by_dimension", lambda: _alpha_rows(frame, "dimension", n_boot, seed)),
         ("by_subtask", lambda: _alpha_rows(frame, "subtask", n_boot, seed)),
-        ("annotators", lambda: _annotators(frame)),
+        ("annotators", lambda: _annotators(everyone, left_out)),
         ("heatmap", lambda: _heatmap(frame)),
         ("aggregation", lambda: _aggregation(frame)),
     ]
@@ -146,12 +176,17 @@ def compute_report(campaign: Campaign, n_boot: int = 1000, seed: int = 0, progre
     return _clean(report)
 
 
-def _annotators(frame: pd.DataFrame) -> list[dict]:
+def _annotators(frame: pd.DataFrame, excluded=frozenset()) -> list[dict]:
     table = stats.annotator_report(frame)
-    return [{"annotator": name, **row.to_dict()} for name, row in table.iterrows()]
+    return [
+        {"annotator": name, **row.to_dict(), "excluded": name in excluded}
+        for name, row in table.iterrows()
+    ]
 
 
 def _heatmap(frame: pd.DataFrame) -> dict:
+    if frame.empty:  # every annotator excluded
+        return {"annotators": [], "share": [], "shared": []}
     matrix = stats.rating_matrix(frame[~frame["is_gold"]], "winner3")
     share, shared = stats.pairwise_agreement(matrix)
     return {
@@ -171,6 +206,26 @@ def _aggregation(frame: pd.DataFrame) -> dict | None:
         "disagreement": result.disagreement,
         "majority_ties": result.n_majority_ties,
     }
+
+
+def annotator_flags(campaign: Campaign) -> list[dict]:
+    """The report's annotator table (with its flags) for the campaign's current judgments. It
+    covers every judgment whoever is excluded, so a stored report of the same judgments under
+    any exclusion state serves; without one it is computed now (no bootstrap needed)."""
+    base = judgment_state(campaign)
+    stored = (
+        AgreementReport.objects.filter(campaign=campaign)
+        .filter(Q(fingerprint=base) | Q(fingerprint__startswith=base + ":x"))
+        .order_by("-pk")
+        .first()
+    )
+    if stored is not None:
+        return stored.data["annotators"]
+    everyone = judgments_frame(campaign)
+    if everyone.empty:
+        return []
+    excluded = {row["annotator"] for row in exclusions.summary(campaign)}
+    return _clean(_annotators(everyone, excluded))
 
 
 def cached_report(campaign: Campaign) -> AgreementReport | None:

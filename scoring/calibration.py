@@ -444,7 +444,15 @@ def fit(
         campaign={"id": campaign.pk, "name": campaign.name},
         judge=judge,
         composite_note=table.composite_note,
-        left_out={k: table.info.get(k, 0) for k in ("without_metrics", "without_judge_verdicts")},
+        left_out={
+            k: table.info.get(k, 0)
+            for k in (
+                "without_metrics",
+                "without_judge_verdicts",
+                "excluded_annotators",
+                "excluded_judgments",
+            )
+        },
         name=name or default_name(campaign, judge),
         folds=folds,
         seed=seed,

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
+from annotation import exclusions
 from annotation.models import RATING_DIMENSIONS, Campaign, Comparison, Judgment
 from h2htalk.stats import calibration as stats
 
@@ -292,22 +293,33 @@ def comparison_table(campaign: Campaign, judge: JudgeConfig | None = None, featu
     majority_tied, composite_a, composite_b, composite_diff, raw (the judge's P(A); NaN without
     a judge), and a_<f>, b_<f>, d_<f> = a_<f> − b_<f> for every feature. Comparisons without
     metrics on both sides, or (with a judge) without its verdicts, are left out and counted
-    in info. Gold comparisons are left out, as in the agreement report.
+    in info. Gold comparisons are left out, as in the agreement report, and so are the
+    judgments of annotators excluded from the campaign (annotation.exclusions; counted in info
+    as excluded_judgments and excluded_annotators).
     """
     if features is None:
         features = default_features(judge)
     features = check_features(features, judge)
+    regular = Judgment.objects.filter(comparison__campaign=campaign, comparison__is_gold=False)
+    excluded = exclusions.excluded_annotator_ids(campaign)
     judgments = pd.DataFrame.from_records(
         list(
-            Judgment.objects.filter(
-                comparison__campaign=campaign, comparison__is_gold=False
-            ).values_list("comparison_id", "annotator_id", "preference")
+            regular.exclude(annotator_id__in=excluded).values_list(
+                "comparison_id", "annotator_id", "preference"
+            )
         ),
         columns=["comparison", "annotator", "preference"],
     )
     info = {"judged_comparisons": int(judgments["comparison"].nunique()) if len(judgments) else 0}
+    info["excluded_annotators"] = len(excluded)
+    info["excluded_judgments"] = regular.filter(annotator_id__in=excluded).count() if excluded else 0
     if judgments.empty:
-        raise FeatureError(f"campaign {campaign.name} has no human judgments yet")
+        left_out = (
+            f" ({info['excluded_judgments']} judgment(s) of excluded annotators left out)"
+            if info["excluded_judgments"]
+            else ""
+        )
+        raise FeatureError(f"campaign {campaign.name} has no human judgments yet{left_out}")
     comparisons = pd.DataFrame.from_records(
         list(
             Comparison.objects.filter(campaign=campaign, is_gold=False)

@@ -11,7 +11,12 @@ Freezing. A release freezes, in `Release.inputs` (schema INPUTS_SCHEMA), ids and
   judged comparisons (flag 0 unless they are that one);
 - comparisons (id, scenario, response A, response B): the campaign's regular (non-gold)
   comparisons between two release companions on a release scenario with at least one judgment;
-- judgments (id, comparison, annotator, preference) of those comparisons;
+- judgments (id, comparison, annotator, preference) of those comparisons, except those of
+  annotators excluded from the campaign (annotation.exclusions); a comparison judged only by
+  excluded annotators is left out;
+- exclusions (annotator id, reason, judgments left out): the exclusion list as it was when the
+  release was frozen, so excluding or bringing back an annotator makes a different fingerprint
+  (releases frozen before exclusions existed have no such section);
 - the calibrated judge (id, name, version, sha256 of its canonical document) and, when its
   features include LLM verdicts, the sha256 of those verdicts;
 - `metrics_sha256`: the sha256 of the stored reference metrics (MetricScore.values) of the
@@ -46,7 +51,7 @@ from django.http import Http404
 from django.utils import timezone
 
 from annotation.access import managed_campaigns
-from annotation.models import Comparison, Judgment
+from annotation.models import AnnotatorExclusion, Comparison, Judgment
 from h2htalk import jobs
 from h2htalk.models import Job
 from h2htalk.roles import ADMIN, user_roles
@@ -308,19 +313,26 @@ def freeze(
     kept = {s for s, n in per_scenario.items() if n >= 2}
     population = {pk for (s, _), pk in representative.items() if s in kept}
     response_ids = set(population)
+    candidates = Judgment.objects.filter(
+        comparison_id__in=judged_comparisons(campaign, companion_ids).values("pk")
+    )
+    excluded = frozen_exclusions(campaign, candidates)
+    judgments = sorted(
+        candidates.exclude(annotator_id__in=excluded["annotator"]).values_list(
+            "pk", "comparison_id", "annotator_id", "preference"
+        )
+    )
+    counted = {comparison for _, comparison, _, _ in judgments}
     comparisons = sorted(
-        judged_comparisons(campaign, companion_ids).values_list(
+        row
+        for row in judged_comparisons(campaign, companion_ids).values_list(
             "pk", "scenario_id", "response_a_id", "response_b_id"
         )
+        if row[0] in counted  # a comparison judged only by excluded annotators is left out
     )
     for _, scenario, a, b in comparisons:
         kept.add(scenario)
         response_ids.update((a, b))
-    judgments = sorted(
-        Judgment.objects.filter(
-            comparison_id__in=judged_comparisons(campaign, companion_ids).values("pk")
-        ).values_list("pk", "comparison_id", "annotator_id", "preference")
-    )
     scenario_rows = []
     for chunk in _chunks(sorted(kept)):
         scenario_rows.extend(
@@ -341,9 +353,63 @@ def freeze(
         "responses": _columns(response_rows, RESPONSE_COLUMNS),
         "comparisons": _columns(comparisons, ("id", "scenario", "response_a", "response_b")),
         "judgments": _columns(judgments, ("id", "comparison", "annotator", "preference")),
+        "exclusions": excluded,
         "judge": judge_entry(judge, response_ids),
         "metrics_sha256": metrics_digest(response_ids),
     }
+
+
+EXCLUSION_COLUMNS = ("annotator", "reason", "judgments")
+
+
+def frozen_exclusions(campaign, candidates) -> dict:
+    """The campaign's excluded annotators when the release is frozen (annotation.exclusions):
+    annotator id, reason, and how many of the release's judgments that leaves out. A record of
+    the choice (it is part of the fingerprint), not re-read from the database afterwards."""
+    rows = list(
+        AnnotatorExclusion.objects.filter(campaign=campaign)
+        .order_by("annotator_id")
+        .values_list("annotator_id", "reason")
+    )
+    counts = defaultdict(int)
+    if rows:
+        for annotator in candidates.filter(
+            annotator_id__in=[a for a, _ in rows]
+        ).values_list("annotator_id", flat=True):
+            counts[annotator] += 1
+    return _columns([(a, reason, counts[a]) for a, reason in rows], EXCLUSION_COLUMNS)
+
+
+def exclusion_summary(inputs: dict) -> dict | None:
+    """How many judgments the release left out and why: {judgments, annotators, reasons: [
+    {reason, annotators, judgments}]} (None for releases frozen before exclusions existed)."""
+    frozen = inputs.get("exclusions")
+    if frozen is None:
+        return None
+    reasons: dict[str, list[int]] = {}
+    for reason, n in zip(frozen["reason"], frozen["judgments"], strict=True):
+        reasons.setdefault(reason, []).append(n)
+    return {
+        "judgments": int(sum(frozen["judgments"])),
+        "annotators": len(frozen["annotator"]),
+        "reasons": [
+            {"reason": reason, "annotators": len(counts), "judgments": int(sum(counts))}
+            for reason, counts in sorted(reasons.items(), key=lambda kv: (-sum(kv[1]), kv[0]))
+        ],
+    }
+
+
+def exclusion_note(summary: dict | None) -> str | None:
+    if not summary or not summary["annotators"]:
+        return None
+    reasons = "; ".join(
+        f"{row['reason']} ({row['judgments']} judgment(s) of {row['annotators']} annotator(s))"
+        for row in summary["reasons"]
+    )
+    return (
+        f"{summary['judgments']} human judgment(s) of {summary['annotators']} annotator(s) "
+        f"excluded by the researchers are left out. Why: {reasons}."
+    )
 
 
 RESPONSE_COLUMNS = ("id", "scenario", "companion", "text_sha256", "population")
@@ -404,6 +470,8 @@ def current_inputs(release: Release) -> dict:
             )
         )
     out["judgments"] = _columns(sorted(rows), ("id", "comparison", "annotator", "preference"))
+    if "exclusions" in stored:  # the choice made at freezing (releases before it have none)
+        out["exclusions"] = stored["exclusions"]
     if stored["judge"] is None:
         out["judge"] = None
     else:
@@ -520,6 +588,7 @@ class ReleaseData:
     labelled: pd.DataFrame | None = None  # comparison, p_a
     reliability: dict | None = None
     notes: list[str] = field(default_factory=list)
+    exclusions: dict | None = None  # exclusion_summary of the inputs (None: frozen before)
 
 
 def representatives(inputs: dict) -> pd.DataFrame:
@@ -713,7 +782,11 @@ def load_data(release: Release, progress=None) -> ReleaseData:
         seed=inputs["seed"],
         n_boot=inputs["n_boot"],
         level=inputs["level"],
+        exclusions=exclusion_summary(inputs),
     )
+    note = exclusion_note(data.exclusions)
+    if note:
+        data.notes.append(note)
     if release.judge_id is not None:
         data.judge = {
             key: inputs["judge"][key] for key in ("id", "name", "version", "document_sha256")
@@ -1029,6 +1102,8 @@ def compute_results(data: ReleaseData) -> dict:
             *data.notes,
         ],
     }
+    if data.exclusions is not None:
+        results["exclusions"] = data.exclusions
     return stats.json_safe(results)
 
 
@@ -1312,6 +1387,12 @@ def leaderboard_rows(release: Release, data: dict) -> list[dict]:
     ids = [c["id"] for c in data["companions"]]
     anchor = {row["companion"]: row for row in data["anchor_win_rate"]["rows"]}
     composite = data["composite"]
+    summary = data.get("exclusions")  # absent: frozen before exclusions existed
+    excluded = {
+        "excluded_judgments": summary["judgments"] if summary else None,
+        "excluded_annotators": summary["annotators"] if summary else None,
+        "exclusion_reasons": "; ".join(r["reason"] for r in summary["reasons"]) if summary else "",
+    }
     rows = []
     scopes = [
         ("overall", "all", data["human"]["overall"], (data["judge"] or {}).get("overall"), None)
@@ -1371,6 +1452,7 @@ def leaderboard_rows(release: Release, data: dict) -> list[dict]:
                     composite_n=None,
                 )
             row["level"] = data["level"]
+            row.update(excluded)
             rows.append(row)
     return rows
 
@@ -1401,7 +1483,7 @@ CSV_COLUMNS = [
     "judge_note", "winrate_ppi", "winrate_ppi_low", "winrate_ppi_high", "winrate_judge",
     "winrate_judge_low", "winrate_judge_high", "winrate_humans", "winrate_humans_low",
     "winrate_humans_high", "composite_mean", "composite_low", "composite_high", "composite_n",
-    "level",
+    "level", "excluded_judgments", "excluded_annotators", "exclusion_reasons",
 ]  # fmt: skip
 
 
@@ -1478,6 +1560,7 @@ def to_markdown(release: Release) -> str:
     rows = {(r["scope"], r["group"], r["companion_id"]): r for r in leaderboard_rows(release, data)}
     ids = [c["id"] for c in data["companions"]]
     demo = " (demo data)" if release.is_demo and "demo data" not in release.name else ""
+    excluded = exclusion_note(data.get("exclusions"))
     lines = [
         f"# {_md(release.name)}{demo}",
         "",
@@ -1489,6 +1572,7 @@ def to_markdown(release: Release) -> str:
             else f"— {NO_JUDGE}"
         ),
         "",
+        *([_md(excluded), ""] if excluded else []),
         f"| Rank | Companion | Human Elo ({level} CI) | Votes | Judge Elo ({level} CI) | "
         f"Win rate vs anchor, PPI++ ({level} CI) | Judge only, uncorrected ({level} CI) | "
         f"Humans only ({level} CI) | Composite ({level} CI) | Significantly better than |",
@@ -1516,7 +1600,7 @@ def to_markdown(release: Release) -> str:
             f"{_md(row['human_better_than']) or '—'} |"
         )
     lines += ["", "Notes:", ""]
-    lines += [f"- {_md(note)}" for note in data["notes"]]
+    lines += [f"- {_md(note)}" for note in data["notes"] if note != excluded]
     lines.append(f"- {_md(data['composite']['note'])}")
     for scope, key, title, groups in (
         ("dimension", "by_dimension", "Per dimension", data["dimensions"]),

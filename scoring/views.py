@@ -6,6 +6,7 @@ from django.db import transaction
 from django.http import HttpResponse
 from django.shortcuts import render
 
+from annotation import exclusions
 from annotation.access import managed_campaign_or_404
 from h2htalk import jobs
 from h2htalk.models import Job
@@ -56,6 +57,7 @@ def agreement_page(request, campaign_id):
         else:
             job = _running_job(campaign) or _start_job(request.user, campaign)
     context = {"campaign": campaign, "report": report.data if report else None, "job": job}
+    context["exclusions"] = exclusions.summary(campaign)
     if job:
         context["progress"] = jobs.live_progress(job)
     if report and report.data["heatmap"]["annotators"]:

@@ -14,7 +14,7 @@ from django.test import Client
 from django.urls import URLResolver, get_resolver, reverse
 
 from annotation import queue
-from annotation.models import Assignment, Campaign, Judgment
+from annotation.models import AnnotatorExclusion, Assignment, Campaign, Judgment
 from h2htalk.models import Job
 from scenarios.models import CompanionModel, GenerationRun, Response, Scenario
 from scoring import releases
@@ -108,7 +108,9 @@ EXPECTED = {
     "campaigns:export": RESEARCH,
     "scoring:agreement": RESEARCH,
     "scoring:agreement_export": RESEARCH,
+    "scoring:agreement_exclusions": RESEARCH,
     "campaign-agreement": RESEARCH,
+    "campaign-agreement-exclusions": RESEARCH,
     # Blind rating, pages and API (annotators of the campaign).
     "annotation:rate": RATING,
     "annotation:submit": RATING,
@@ -180,6 +182,7 @@ POST_ONLY = {
     "companions:response_import_confirm",
     "campaigns:state",
     "campaigns:rebuild",
+    "scoring:agreement_exclusions",
     "annotation:submit",
     "annotation:skip",
     "rate-campaign-next",
@@ -528,6 +531,14 @@ PROBES = {
     ),
     "campaigns:state": Probe(data=lambda w: {"action": "pause"}, state=_campaign_state),
     "campaigns:rebuild": Probe(data=lambda w: {}, state=lambda w: Job.objects.count()),
+    "scoring:agreement_exclusions": Probe(
+        data=lambda w: {
+            "action": "exclude",
+            "annotators": [w.users[ANNOTATOR].username],
+            "reason": "probe",
+        },
+        state=lambda w: AnnotatorExclusion.objects.filter(campaign=w.campaign).count(),
+    ),
     "annotation:submit": Probe(data=lambda w: {"preference": "0"}, state=_rating_state),
     "annotation:skip": Probe(data=lambda w: {"skip_reason": "other"}, state=_rating_state),
     "rate-campaign-next": Probe(data=lambda w: {}, state=_rating_state),
