@@ -24,15 +24,18 @@ import os
 import threading
 import time
 
-from celery.exceptions import Ignore
+from celery.exceptions import Ignore, SoftTimeLimitExceeded
 from celery.signals import task_postrun
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connection, connections
 from django.db.models import F
+from django.http import Http404
 from django.utils import timezone
 
+from . import uploads
 from .models import Job
+from .roles import ADMIN, user_roles
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +59,32 @@ def stale_seconds() -> float:
 def max_attempts() -> int:
     """Attempts (the first run included) before a job that keeps losing its worker fails."""
     return max(1, int(setting("JOB_MAX_ATTEMPTS", 3)))
+
+
+def time_limit_seconds() -> float:
+    """An import job running longer than this is stopped (JOB_TIME_LIMIT_SECONDS, 1 h)."""
+    return setting("JOB_TIME_LIMIT_SECONDS", 3600)
+
+
+def time_limits() -> dict:
+    """Celery task options for a job task: the soft limit ends it as failed with a message;
+    the hard limit (30 s later) kills a task that ignores it, and the sweeper fails the job."""
+    soft = time_limit_seconds()
+    return {"soft_time_limit": soft, "time_limit": soft + 30}
+
+
+def timed_out_message(seconds: float | None = None) -> str:
+    seconds = time_limit_seconds() if seconds is None else seconds
+    return (
+        f"stopped: it ran longer than the time limit of {seconds:,.0f} s (JOB_TIME_LIMIT_SECONDS)"
+    )
+
+
+def failure_message(error: BaseException) -> str:
+    """What a job that ended with this exception says."""
+    if isinstance(error, SoftTimeLimitExceeded):
+        return timed_out_message()
+    return f"{type(error).__name__}: {error}"
 
 
 def heartbeat_seconds() -> float:
@@ -238,7 +267,54 @@ def finish(job_id: int, state: str, message: str = "", result: dict | None = Non
         rows = rows.filter(attempts=attempt)
     if rows.update(**fields):
         cache.delete_many([_key(job_id), heartbeat_key(job_id)])
+        try:
+            uploads.release(job_id)  # its uploaded file, once no job needs it
+        except Exception:  # the outcome is recorded; a later purge deletes the file
+            logger.warning("job %s: could not release its upload", job_id, exc_info=True)
     else:
         logger.warning(
             "job %s: attempt %s finished after a later attempt took over", job_id, attempt
         )
+
+
+# ---------------------------------------------------------------- who may see a job
+
+
+def campaign_of(job: Job) -> int | None:
+    """The campaign a job works on, if any (its params name it, or its release's)."""
+    params = job.params or {}
+    for key in ("campaign_id", "campaign"):
+        value = params.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    release = params.get("release")
+    if isinstance(release, int) and not isinstance(release, bool):
+        from scoring.models import Release  # (the project package knows no app at import)
+
+        return Release.objects.filter(pk=release).values_list("campaign_id", flat=True).first()
+    return None
+
+
+def can_see_job(user, job: Job) -> bool:
+    """A job (its page, progress, preview, confirmation) is its creator's and the admins';
+    a job of a campaign also of those who manage that campaign (owner and members)."""
+    if not getattr(user, "is_authenticated", False):
+        return False
+    if ADMIN in user_roles(user):
+        return True
+    if job.created_by_id is not None and job.created_by_id == user.pk:
+        return True
+    campaign_id = campaign_of(job)
+    if campaign_id is None:
+        return False
+    from annotation.access import managed_campaigns
+
+    return managed_campaigns(user).filter(pk=campaign_id).exists()
+
+
+def job_or_404(user, pk, **filters) -> Job:
+    """The job if this user may see it; else 404, as if it did not exist."""
+    job = Job.objects.filter(pk=pk, **filters).first()
+    if job is None or not can_see_job(user, job):
+        raise Http404("No such job.")
+    return job

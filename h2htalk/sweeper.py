@@ -28,6 +28,14 @@ cache read.
 
 Duplicates are harmless: `jobs.start` claims only a queued job, so a redelivered or re-sent
 message for a job that is running or finished is ignored.
+
+Time limits. A job whose task has a Celery time limit (the imports: JOB_TIME_LIMIT_SECONDS) and
+that is still "running" past that limit plus JOB_STALE_SECONDS was killed at the hard limit (or
+its worker died meanwhile): it is failed with a message naming the limit, never re-run.
+
+Without a worker (eager mode: the job ran inside a web request, and the web server may have
+killed that process) nothing sweeps in the background: the job page calls `settle` for the job
+it shows, which fails a stale job (a re-run would again run inside a web request).
 """
 
 import logging
@@ -39,7 +47,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.module_loading import autodiscover_modules
 
-from . import jobs
+from . import jobs, uploads
 from .models import Job
 
 logger = logging.getLogger(__name__)
@@ -68,11 +76,38 @@ def not_restartable_message(kind: str) -> str:
     )
 
 
+def lost_in_web_process_message() -> str:
+    return (
+        "the process running this job was lost (no Celery worker: it ran inside a web request, "
+        "and that process was stopped or killed). Nothing of an all-or-nothing job was kept; "
+        "start it again."
+    )
+
+
+def _time_limit(kind: str) -> float | None:
+    task = jobs.restart_task(kind)
+    return getattr(task, "soft_time_limit", None) if task is not None else None
+
+
+def _verdict(job: Job, last_beat: float | None, now: float) -> str | None:
+    """Why this running job is dead: "overdue" (past its time limit), "stale" (no heartbeat
+    for JOB_STALE_SECONDS), or None (alive, or not ours to judge)."""
+    started = job.started_at.timestamp() if job.started_at else 0.0
+    limit = _time_limit(job.kind)
+    if limit and started < now - limit - jobs.stale_seconds():
+        return "overdue"
+    if last_beat is None:
+        if jobs.restart_task(job.kind) is None:
+            return None  # no heartbeat and not ours: maybe run by code that does not beat
+        last_beat = started
+    return "stale" if last_beat < now - jobs.stale_seconds() else None
+
+
 def stale_jobs(now: float | None = None) -> list[Job]:
-    """Running jobs whose heartbeat is older than JOB_STALE_SECONDS (their worker is gone)."""
+    """Running jobs whose heartbeat is older than JOB_STALE_SECONDS (their worker is gone), or
+    that ran past their time limit."""
     _load_registry()
     now = time.time() if now is None else now
-    cutoff = now - jobs.stale_seconds()
     running = list(
         Job.objects.filter(state=Job.State.RUNNING).only(
             "pk", "kind", "state", "attempts", "started_at"
@@ -81,39 +116,75 @@ def stale_jobs(now: float | None = None) -> list[Job]:
     beats = jobs.last_beats(job.pk for job in running)
     stale = []
     for job in running:
-        last = beats.get(job.pk)
-        if last is None:
-            if jobs.restart_task(job.kind) is None:
-                continue  # no heartbeat and not ours: maybe run by code that does not beat
-            last = job.started_at.timestamp() if job.started_at else 0.0
-        if last < cutoff:
+        verdict = _verdict(job, beats.get(job.pk), now)
+        if verdict:
+            job.verdict = verdict
             stale.append(job)
     return stale
+
+
+def _settle(job: Job, outcome: dict, restart: bool = True) -> None:
+    """Restart or fail one dead running job (one conditional UPDATE: nobody acts twice)."""
+    task = jobs.restart_task(job.kind)
+    mine = Job.objects.filter(pk=job.pk, state=Job.State.RUNNING, attempts=job.attempts)
+    overdue = getattr(job, "verdict", "") == "overdue"
+    if restart and not overdue and task is not None and job.attempts < jobs.max_attempts():
+        message = restarted_message(job.attempts + 1)
+        if mine.update(state=Job.State.QUEUED, message=message, finished_at=None):
+            jobs.stop_heartbeat(job.pk)
+            jobs.set_progress(job.pk, 0, 0, message)
+            _forget_heartbeat(job.pk)
+            task.delay(job.pk)
+            outcome["restarted"].append(job.pk)
+            logger.warning("job %s (%s): %s", job.pk, job.kind, message)
+        return
+    if overdue:
+        message = jobs.timed_out_message(_time_limit(job.kind))
+    elif not restart:
+        message = lost_in_web_process_message()
+    elif task:
+        message = given_up_message(job.attempts)
+    else:
+        message = not_restartable_message(job.kind)
+    if mine.update(state=Job.State.FAILED, message=message, finished_at=timezone.now()):
+        _forget_heartbeat(job.pk)
+        outcome["failed"].append(job.pk)
+        logger.warning("job %s (%s): %s", job.pk, job.kind, message)
+        try:
+            uploads.release(job.pk)
+        except Exception:
+            logger.warning("job %s: could not release its upload", job.pk, exc_info=True)
 
 
 def sweep(now: float | None = None) -> dict:
     """Restart or fail every stale job; returns {"restarted": [ids], "failed": [ids]}."""
     outcome = {"restarted": [], "failed": []}
-    limit = jobs.max_attempts()
     for job in stale_jobs(now):
-        task = jobs.restart_task(job.kind)
-        mine = Job.objects.filter(pk=job.pk, state=Job.State.RUNNING, attempts=job.attempts)
-        if task is not None and job.attempts < limit:
-            message = restarted_message(job.attempts + 1)
-            if mine.update(state=Job.State.QUEUED, message=message, finished_at=None):
-                jobs.stop_heartbeat(job.pk)
-                jobs.set_progress(job.pk, 0, 0, message)
-                _forget_heartbeat(job.pk)
-                task.delay(job.pk)
-                outcome["restarted"].append(job.pk)
-                logger.warning("job %s (%s): %s", job.pk, job.kind, message)
-            continue
-        message = given_up_message(job.attempts) if task else not_restartable_message(job.kind)
-        if mine.update(state=Job.State.FAILED, message=message, finished_at=timezone.now()):
-            _forget_heartbeat(job.pk)
-            outcome["failed"].append(job.pk)
-            logger.warning("job %s (%s): %s", job.pk, job.kind, message)
+        _settle(job, outcome)
     return outcome
+
+
+def settle(job: Job, now: float | None = None) -> Job:
+    """Check the one job a page shows; a dead one is restarted or failed as `sweep` would,
+    except that without a worker (eager mode) it is failed: its re-run would run inside the
+    web request that happened to look at it. Returns the job as it is now."""
+    if job.state != Job.State.RUNNING:
+        return job
+    _load_registry()
+    now = time.time() if now is None else now
+    verdict = _verdict(job, jobs.last_beats([job.pk]).get(job.pk), now)
+    if verdict is None:
+        return job
+    job.verdict = verdict
+    _settle(job, {"restarted": [], "failed": []}, restart=not _eager())
+    job.refresh_from_db()
+    return job
+
+
+def _eager() -> bool:
+    from .celery import app
+
+    return bool(app.conf.task_always_eager)
 
 
 def resend_queued(older_than: float | None = None) -> list[int]:

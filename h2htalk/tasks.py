@@ -15,7 +15,7 @@ from celery import shared_task
 from celery.signals import worker_ready, worker_shutdown
 from django.core.cache import cache
 
-from . import jobs, sweeper
+from . import jobs, sweeper, uploads
 
 logger = logging.getLogger(__name__)
 
@@ -32,6 +32,7 @@ def sweep_stale_jobs(resend_queued: bool = False) -> dict:
     outcome = sweeper.sweep()
     if resend_queued:
         outcome["resent"] = sweeper.resend_queued()
+    outcome["uploads_deleted"] = uploads.purge()  # files of ended jobs, past their retention
     return outcome
 
 

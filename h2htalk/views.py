@@ -5,8 +5,7 @@ from django.db.models import Prefetch
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from . import jobs
-from .models import Job
+from . import jobs, sweeper
 from .roles import ADMIN, ANNOTATOR, RESEARCHER, ROLES, role_required, user_roles
 
 
@@ -48,14 +47,16 @@ def set_roles(request, user_id):
 
 @role_required(RESEARCHER)
 def job_detail(request, pk):
-    job = get_object_or_404(Job, pk=pk)
+    """A job's page: its creator's, the admins', and for a campaign's job its managers' (404
+    for anyone else)."""
+    job = sweeper.settle(jobs.job_or_404(request.user, pk))
     return render(request, "jobs/detail.html", {"job": job, "progress": jobs.live_progress(job)})
 
 
 @role_required(RESEARCHER)
 def job_progress(request, pk):
     """htmx partial, polled every second while the job runs."""
-    job = get_object_or_404(Job, pk=pk)
+    job = sweeper.settle(jobs.job_or_404(request.user, pk))
     response = render(
         request, "jobs/_progress.html", {"job": job, "progress": jobs.live_progress(job)}
     )

@@ -39,6 +39,8 @@ from django.db import transaction
 from django.db.models.functions import MD5
 from django.utils import timezone
 
+from h2htalk import uploads
+
 from . import validation
 from .importers import ImportFailed, RowError
 from .models import CompanionModel, GenerationRun, Response, Scenario
@@ -61,7 +63,6 @@ BATCH = 2000  # responses per upsert (Django splits further where the backend ne
 PROGRESS_EVERY = 2000  # lines between progress callbacks
 MAX_ERRORS = 1000  # errors kept in the report; error_count has them all
 MAX_COMPANIONS = 200  # per import: each costs 16 bytes per scenario of memory
-MAX_LINE_BYTES = 1 << 20  # a 20,000-character text fits many times over, even \u-escaped
 MAX_JSON_VALUE_CHARS = 6 * validation.MAX_TEXT_CHARS + 4096  # \uXXXX escapes take six
 MAX_INT = 2**31 - 1
 CHUNK = 1 << 16
@@ -83,6 +84,7 @@ NO_META = (0, 0, None, "")  # prompt_tokens, completion_tokens, latency_ms, fini
 # What reading a member of a damaged or unsupported archive raises (a bad local header or CRC,
 # corrupt deflate data, a truncation, an unknown compression method, encryption).
 ARCHIVE_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError)
+# (uploads.ArchiveRefused, more bytes out than MAX_ARCHIVE_BYTES, ends the pass: see _scan.)
 
 
 class ResponseImportFailed(ImportFailed):
@@ -242,9 +244,13 @@ class Input:
             return _layout(paths)
         try:
             with self._zip() as archive:
+                # Refused before anything in it is read: size, entries, compression ratio.
+                problems = uploads.zip_problems(archive)
                 paths = [info.filename for info in archive.infolist() if not info.is_dir()]
         except zipfile.BadZipFile as error:
             return [], [ResponseError(0, "(zip)", f"not a valid zip archive: {error}", "")]
+        if problems:
+            return [], [ResponseError(0, "(zip)", problem, self.filename) for problem in problems]
         return _layout(paths)
 
     def _zip(self) -> zipfile.ZipFile:
@@ -259,8 +265,9 @@ class Input:
         if not self.layout()[0]:
             yield None  # nothing to read (a broken archive, say): open nothing
         elif self.kind == "zip":
+            budget = uploads.ArchiveBudget()  # the headers may lie: count what comes out
             with self._zip() as archive:
-                yield lambda item: archive.open(item.path)
+                yield lambda item: budget.wrap(archive.open(item.path))
         elif self.kind == "dir":
             yield lambda item: open(self.path / item.path, "rb")  # noqa: SIM115
         elif self.stream is not None:
@@ -294,6 +301,9 @@ def count_input_lines(source, filename: str | None = None) -> int:
                 if source.kind != "zip" or isinstance(error, RecursionError):
                     raise
                 # (the scan reports the member)
+            except uploads.ArchiveRefused:
+                total += counter.lines
+                break  # (the scan reports it)
             total += counter.lines
     if source.stream is not None:
         source.stream.seek(0)
@@ -324,19 +334,11 @@ class _FileState:
 
 
 def _lines(stream, state: _FileState) -> Iterator[tuple[int, str | validation.FieldError]]:
-    """(number, text) per physical line, decoded as UTF-8; problems come as FieldError."""
-    number = 0
-    while True:
-        raw = stream.readline(MAX_LINE_BYTES + 1)
-        if not raw:
-            return
-        number += 1
-        state.feed(raw)
-        if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
-            while raw and not raw.endswith(b"\n"):
-                raw = stream.readline(CHUNK)
-                state.feed(raw)
-            yield number, validation.FieldError("(line)", f"is over {MAX_LINE_BYTES:,} bytes long")
+    """(number, text) per physical line, decoded as UTF-8; problems come as FieldError
+    (h2htalk.uploads.read_lines: linear time, MAX_LINE_BYTES)."""
+    for number, raw in uploads.read_lines(stream, feed=state.feed):
+        if isinstance(raw, uploads.LongLine):
+            yield number, validation.FieldError("(line)", raw.message)
             continue
         if number == 1 and raw.startswith(BOM):
             raw = raw[len(BOM) :]
@@ -689,6 +691,11 @@ def _scan(source: Input, report: ResponseImportReport, index: _Index, emit, prog
                     raise
                 message = f"cannot be read from the archive: {error}"
                 report.add_error(0, "(zip)", message, item.path)
+            except uploads.ArchiveRefused as error:
+                report.add_error(0, "(zip)", str(error), item.path)
+                done += state.lines
+                report.files += 1
+                break  # nothing more is read from this archive
             done += state.lines
             report.files += 1
     report.lines = done

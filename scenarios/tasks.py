@@ -20,7 +20,7 @@ from .response_import import (
 )
 
 
-@shared_task
+@shared_task(**jobs.time_limits())
 def run_scenario_import(job_id: int) -> None:
     """Preview (dry run) or write one uploaded file; the Job row carries the report."""
     job = jobs.start(job_id)
@@ -47,7 +47,7 @@ def run_scenario_import(job_id: int) -> None:
                 progress=lambda n: jobs.report_progress(job_id, n, to_write, "writing"),
             )
     except Exception as error:
-        jobs.finish(job_id, Job.State.FAILED, f"{type(error).__name__}: {error}")
+        jobs.finish(job_id, Job.State.FAILED, jobs.failure_message(error))
         raise
     if report.errors:
         state = Job.State.FAILED
@@ -92,7 +92,7 @@ def queue_run(run: GenerationRun) -> None:
     transaction.on_commit(lambda: run_generation.delay(run.pk))
 
 
-@shared_task
+@shared_task(**jobs.time_limits())
 def run_response_import(job_id: int) -> None:
     """Preview (dry run) or write one uploaded response file (.zip or .jsonl) into an import run.
 
@@ -121,7 +121,7 @@ def run_response_import(job_id: int) -> None:
                         progress=lambda n: jobs.report_progress(job_id, n, report.lines, "writing"),
                     )
     except Exception as error:
-        jobs.finish(job_id, Job.State.FAILED, f"{type(error).__name__}: {error}")
+        jobs.finish(job_id, Job.State.FAILED, jobs.failure_message(error))
         raise
     if report.errors:
         state = Job.State.FAILED

@@ -38,6 +38,7 @@ from dataclasses import asdict, dataclass, field
 from django.db import transaction
 from django.utils import timezone
 
+from h2htalk import uploads
 from scenarios import validation
 from scenarios.models import GenerationRun, Response
 
@@ -45,7 +46,6 @@ from . import judge
 from .models import JudgeConfig, JudgeRun, JudgeVerdict
 
 MAX_ERRORS = 500
-MAX_LINE_BYTES = 1 << 20
 MAX_RAW_CHARS = 200_000
 MAX_SAMPLE = 999
 MAX_INT = 2**31 - 1
@@ -312,16 +312,11 @@ def _existing(run: JudgeRun | None) -> dict[tuple, tuple[int, str]]:
 
 
 def _lines(stream):
-    number = 0
-    while True:
-        raw = stream.readline(MAX_LINE_BYTES + 1)
-        if not raw:
-            return
-        number += 1
-        if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
-            while raw and not raw.endswith(b"\n"):
-                raw = stream.readline(1 << 16)
-            yield number, validation.FieldError("(line)", f"is over {MAX_LINE_BYTES:,} bytes long")
+    """(number, JSON object or FieldError) per non-blank line (h2htalk.uploads.read_lines:
+    linear time, MAX_LINE_BYTES)."""
+    for number, raw in uploads.read_lines(stream):
+        if isinstance(raw, uploads.LongLine):
+            yield number, validation.FieldError("(line)", raw.message)
             continue
         if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
             raw = raw[3:]

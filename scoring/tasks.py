@@ -73,11 +73,13 @@ def queue_judge_run(run) -> None:
     transaction.on_commit(lambda: run_judge.delay(run.pk))
 
 
-@shared_task
+@shared_task(**jobs.time_limits())
 def run_judge_import(job_id: int) -> None:
     """Check (dry run) or write one uploaded JSONL of judge verdicts. Job params: path,
     filename, judge (configuration name), run_name, dry_run. The Job row carries the report."""
     from django.core.files.storage import default_storage
+
+    from h2htalk import uploads
 
     from .judge_import import JudgeImportFailed, import_verdicts
 
@@ -85,7 +87,7 @@ def run_judge_import(job_id: int) -> None:
     params = job.params
     try:
         with default_storage.open(params["path"], "rb") as stream:
-            total = sum(1 for _ in stream)
+            total = uploads.count_lines(stream)
             report = None
             try:
                 report = import_verdicts(
@@ -100,7 +102,7 @@ def run_judge_import(job_id: int) -> None:
             except JudgeImportFailed as failed:
                 report = failed.report
     except Exception as error:
-        jobs.finish(job_id, Job.State.FAILED, f"{type(error).__name__}: {error}")
+        jobs.finish(job_id, Job.State.FAILED, jobs.failure_message(error))
         raise
     if report.error_count:
         state = Job.State.FAILED

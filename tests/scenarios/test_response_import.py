@@ -441,9 +441,9 @@ def test_bad_evaluator_input_names_file_line_and_field_and_writes_nothing(
 
 
 def test_an_overlong_line_is_an_error_and_the_next_lines_keep_their_numbers(
-    bank, tmp_path, monkeypatch
+    bank, tmp_path, settings
 ):
-    monkeypatch.setattr(response_import, "MAX_LINE_BYTES", 100)
+    settings.MAX_LINE_BYTES = 100
     content = jsonl({"response": "a"}, {"response": "x" * 200}, {"response": "c"}, {"q": 1})
     outputs = write_tree(tmp_path / "o", {"m/dialogue_base.jsonl": content})
     report = import_responses(str(outputs), "r", dry_run=True)
