@@ -279,15 +279,23 @@ def _queue_error(error: queue.QueueError) -> Response:
     return _error(str(error), status.HTTP_409_CONFLICT)
 
 
-def _check_own_item(user, key) -> None:
-    """As on the pages: only your own items, in campaigns you still rate in; else 404."""
-    campaign_id = (
+def _check_own_item(user, key, action: str) -> None:
+    """As on the pages: only your own items, in campaigns you still rate in; else 404. In a
+    campaign that is not open, 409 before the body is read (a replay of what was already
+    stored still answers with it)."""
+    found = (
         Assignment.objects.filter(key=key, annotator=user)
-        .values_list("comparison__campaign_id", flat=True)
+        .values_list("comparison__campaign_id", "state")
         .first()
     )
-    if campaign_id is None or not Campaign.objects.filter(pk=campaign_id, annotators=user).exists():
+    campaign = (
+        Campaign.objects.filter(pk=found[0], annotators=user).first() if found is not None else None
+    )
+    if campaign is None:
         raise queue.NotYours("No such item.")
+    replay = Assignment.State.SKIPPED if action == "skip" else Assignment.State.SUBMITTED
+    if campaign.state != Campaign.State.OPEN and found[1] != replay:
+        raise queue.CampaignNotOpen(queue.not_open_message(campaign, action))
 
 
 def _dicts(value) -> list[dict]:
@@ -466,7 +474,9 @@ class RatingAssignmentViewSet(viewsets.GenericViewSet):
             404: ERRORS_404,
             409: OpenApiResponse(
                 RatingErrorSerializer,
-                description="The item cannot take a judgment (skipped, or already full).",
+                description="Nothing was stored: the campaign is not open (paused or closed), "
+                "the item was skipped or is already full, or its conversation was changed or "
+                "withdrawn for review after it was handed out.",
             ),
         },
     )
@@ -474,8 +484,8 @@ class RatingAssignmentViewSet(viewsets.GenericViewSet):
     def submit(self, request, key=None, **kwargs):
         """Store your judgment of this item. Idempotent: the key identifies the submission."""
         try:
-            _check_own_item(request.user, key)
-        except queue.NotYours as error:
+            _check_own_item(request.user, key, "submit")
+        except queue.QueueError as error:
             return _queue_error(error)
         body = RatingSubmitSerializer(data=request.data)
         body.is_valid(raise_exception=True)
@@ -493,7 +503,9 @@ class RatingAssignmentViewSet(viewsets.GenericViewSet):
             400: BAD_BODY,
             404: ERRORS_404,
             409: OpenApiResponse(
-                RatingErrorSerializer, description="The item was already answered."
+                RatingErrorSerializer,
+                description="Nothing was stored: the item was already answered, or the campaign "
+                "is not open (paused or closed).",
             ),
         },
     )
@@ -501,8 +513,8 @@ class RatingAssignmentViewSet(viewsets.GenericViewSet):
     def skip(self, request, key=None, **kwargs):
         """Skip this item with a reason; it does not count and is not shown to you again."""
         try:
-            _check_own_item(request.user, key)
-        except queue.NotYours as error:
+            _check_own_item(request.user, key, "skip")
+        except queue.QueueError as error:
             return _queue_error(error)
         body = RatingSkipSerializer(data=request.data)
         body.is_valid(raise_exception=True)

@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.db import transaction
-from django.db.models import Count, F, IntegerField, OuterRef, Q, Subquery, Value
+from django.db.models import Count, Exists, F, IntegerField, OuterRef, Q, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from scenarios.models import Scenario
+from scenarios.models import Revision, Scenario
+from scenarios.services import CONTENT_FIELDS
 
 from .models import RATING_DIMENSIONS, Assignment, Campaign, Comparison, Judgment
 from .pairing import adaptive_top_up
@@ -41,6 +42,30 @@ class NotYours(QueueError):
     pass
 
 
+class CampaignNotOpen(QueueError):
+    """The campaign is paused, closed (or back in draft): nothing is handed out or stored."""
+
+
+class ItemChanged(QueueError):
+    """The item's scenario was edited or withdrawn from the approved set after it was issued."""
+
+
+NOT_OPEN = "This campaign is not open for rating right now."
+
+
+def not_open_message(campaign: Campaign, action: str = "submit") -> str:
+    """What an annotator reads after submitting or skipping in a campaign that is not open."""
+    state = {"draft": "back in draft"}.get(campaign.state, campaign.state)
+    what = "the skip" if action == "skip" else "your answer"
+    return (
+        f"This campaign is not open for rating right now (it is {state}), so {what} was not saved."
+    )
+
+
+def _not_open(campaign: Campaign, action: str) -> CampaignNotOpen:
+    return CampaignNotOpen(not_open_message(campaign, action))
+
+
 @dataclass
 class Submission:
     screen_preference: int
@@ -50,18 +75,48 @@ class Submission:
     client_time_ms: int | None = None
 
 
+def _content_changed_since(issued_at) -> Exists:
+    """Whether the scenario (OuterRef "pk") got a content-changing revision at or after
+    `issued_at` (an expression or a time)."""
+    return Exists(
+        Revision.objects.filter(
+            scenario=OuterRef("pk"),
+            created_at__gte=issued_at,
+            changes__has_any_keys=list(CONTENT_FIELDS),
+        )
+    )
+
+
 def current_assignment(user, campaign: Campaign) -> Assignment | None:
-    """The annotator's unexpired open item in this campaign, if any (reloading shows it again)."""
-    return (
+    """The annotator's unexpired open item in this campaign, if any (reloading shows it again).
+
+    An item whose scenario was edited or left the approved set after it was handed out is not
+    shown again (with other text than at first): it is closed as rejected, and the annotator
+    gets another one."""
+    changed = Exists(
+        Scenario.objects.filter(pk=OuterRef("comparison__scenario_id")).filter(
+            ~Q(state=Scenario.State.APPROVED)
+            | _content_changed_since(OuterRef(OuterRef("issued_at")))
+        )
+    )
+    found = None
+    for assignment in (
         Assignment.objects.filter(
             annotator=user,
             comparison__campaign=campaign,
             state=Assignment.State.OPEN,
             lease_expires_at__gt=timezone.now(),
         )
+        .annotate(scenario_changed=changed)
         .order_by("issued_at")
-        .first()
-    )
+    ):
+        if not assignment.scenario_changed:
+            found = found or assignment
+            continue
+        Assignment.objects.filter(pk=assignment.pk, state=Assignment.State.OPEN).update(
+            state=Assignment.State.REJECTED, finished_at=timezone.now()
+        )
+    return found
 
 
 CANDIDATES_PER_LOCK = 2
@@ -188,7 +243,7 @@ def _locked_batch(candidates, gold: bool, start: int) -> list[Comparison]:
 def next_assignment(user, campaign: Campaign) -> Assignment | None:
     """The annotator's current item, or a new one; None when nothing is left for them."""
     if campaign.state != Campaign.State.OPEN:
-        raise QueueError("This campaign is not open for rating right now.")
+        raise CampaignNotOpen(NOT_OPEN)
     existing = current_assignment(user, campaign)
     if existing:
         return existing
@@ -224,8 +279,43 @@ def _keyed_ratings(ratings: dict | None, left_is_a: bool) -> dict:
     return keyed
 
 
+ITEM_CHANGED = (
+    "The conversation of this item was changed or withdrawn for review while you were rating "
+    "it, so your answer was not saved. Here is the next one."
+)
+
+
+def _shown_scenario(assignment: Assignment) -> tuple[Scenario, int | None] | None:
+    """The item's scenario, locked, and the number of its newest revision when the item was
+    issued, if it is still approved and its content has not changed since; else None.
+
+    The scenario row stays locked until the transaction ends, so an edit cannot slip in
+    between this check and storing the judgment (it waits for us, or we see it)."""
+    issued_at = assignment.issued_at
+    shown = (
+        Revision.objects.filter(scenario=OuterRef("pk"), created_at__lte=issued_at)
+        .order_by("-number")
+        .values("number")[:1]
+    )
+    scenario = (
+        Scenario.objects.select_for_update(of=("self",))
+        .only("pk", "state", "content_hash")
+        .annotate(changed=_content_changed_since(issued_at), shown=Subquery(shown))
+        .get(pk=assignment.comparison.scenario_id)
+    )
+    if scenario.state != Scenario.State.APPROVED or scenario.changed:
+        return None
+    return scenario, scenario.shown
+
+
 def submit(user, key, submission: Submission) -> Judgment:
-    """Store one judgment for this assignment; a replay returns the stored one unchanged."""
+    """Store one judgment for this assignment; a replay returns the stored one unchanged.
+
+    Refused, storing nothing, when the campaign is not open (CampaignNotOpen) and when the
+    item's scenario was edited or left the approved set after the item was issued
+    (ItemChanged; the item is closed as rejected, since what was shown is no longer what the
+    scenario says). The judgment records the scenario revision and content hash it was made on.
+    """
     if submission.screen_preference not in (-2, -1, 0, 1, 2):
         raise QueueError("Choose a preference from A much better to B much better.")
     if len(submission.rationale) > 5000:
@@ -234,24 +324,30 @@ def submit(user, key, submission: Submission) -> Judgment:
         assignment = _own_assignment(user, key, lock=True)
         if assignment.state == Assignment.State.SUBMITTED:
             return assignment.judgment
+        campaign = assignment.comparison.campaign  # read with the locked assignment: current
+        if campaign.state != Campaign.State.OPEN:
+            raise _not_open(campaign, "submit")
         if assignment.state != Assignment.State.OPEN:
             raise QueueError(f"This item was already {assignment.get_state_display().lower()}.")
         comparison = Comparison.objects.select_for_update().get(pk=assignment.comparison_id)
-        campaign = comparison.campaign
         now = timezone.now()
         full = not comparison.is_gold and comparison.judgment_count >= campaign.overlap
-        if full:
+        shown = None if full else _shown_scenario(assignment)
+        if full or shown is None:
             assignment.state = Assignment.State.REJECTED
             assignment.finished_at = now
             assignment.save(update_fields=["state", "finished_at"])
         else:
-            judgment = _record(assignment, comparison, user, submission, now)
+            judgment = _record(assignment, comparison, user, submission, now, shown)
     if full:
         raise QueueError("This item already has enough votes; here is the next one.")
+    if shown is None:
+        raise ItemChanged(ITEM_CHANGED)
     return judgment
 
 
-def _record(assignment, comparison, user, submission: Submission, now) -> Judgment:
+def _record(assignment, comparison, user, submission: Submission, now, shown) -> Judgment:
+    scenario, revision = shown
     judgment = Judgment.objects.create(
         assignment=assignment,
         comparison=comparison,
@@ -265,6 +361,8 @@ def _record(assignment, comparison, user, submission: Submission, now) -> Judgme
         rationale=submission.rationale.strip(),
         time_on_task_ms=int((now - assignment.issued_at).total_seconds() * 1000),
         client_time_ms=submission.client_time_ms,
+        scenario_revision=revision,
+        scenario_hash=scenario.content_hash,
     )
     Comparison.objects.filter(pk=comparison.pk).update(judgment_count=F("judgment_count") + 1)
     assignment.state = Assignment.State.SUBMITTED
@@ -281,6 +379,8 @@ def skip(user, key, reason: str, note: str = "") -> Assignment:
         assignment = _own_assignment(user, key, lock=True)
         if assignment.state == Assignment.State.SKIPPED:
             return assignment
+        if assignment.comparison.campaign.state != Campaign.State.OPEN:
+            raise _not_open(assignment.comparison.campaign, "skip")
         if assignment.state != Assignment.State.OPEN:
             raise QueueError(f"This item was already {assignment.get_state_display().lower()}.")
         assignment.state = Assignment.State.SKIPPED

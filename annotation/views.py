@@ -223,6 +223,18 @@ def _answer_next(request, campaign, names, *, notice="", error=""):
     return redirect("annotation:rate", campaign_id=campaign.pk)
 
 
+def _answer_not_open(request, campaign, names, message: str):
+    """Submit or skip on a campaign that is not open: 409, nothing stored, and the page says
+    the campaign is not open (htmx: the item is replaced by that panel)."""
+    item = _item_context(None, names, closed=message)
+    if _is_htmx(request):
+        response = _swap(request, campaign, names, item)
+    else:
+        response = _full_page(request, campaign, names, item)
+    response.status_code = 409
+    return response
+
+
 def _form_errors(form) -> list[str]:
     found = []
     for name, errors in form.errors.items():
@@ -261,6 +273,8 @@ def submit(request, key):
     """Store the judgment for this item (the key makes it idempotent), then the next item."""
     assignment, campaign = _own_assignment(request, key)
     names = blind_names(campaign)
+    if campaign.state != Campaign.State.OPEN and assignment.state != Assignment.State.SUBMITTED:
+        return _answer_not_open(request, campaign, names, queue.not_open_message(campaign))
     form = RatingForm(request.POST)
     if not form.is_valid():
         if assignment.state == Assignment.State.OPEN:
@@ -285,6 +299,8 @@ def submit(request, key):
         queue.submit(request.user, key, form.submission())
     except queue.NotYours as error:
         raise Http404("No such item.") from error
+    except queue.CampaignNotOpen as error:
+        return _answer_not_open(request, campaign, names, str(error))
     except queue.QueueError as error:
         return _answer_next(request, campaign, names, error=str(error))
     return _answer_next(request, campaign, names, notice="Saved. Here is the next one.")
@@ -296,6 +312,8 @@ def skip(request, key):
     """Skip this item with a reason (it does not count), then the next item."""
     assignment, campaign = _own_assignment(request, key)
     names = blind_names(campaign)
+    if campaign.state != Campaign.State.OPEN and assignment.state != Assignment.State.SKIPPED:
+        return _answer_not_open(request, campaign, names, queue.not_open_message(campaign, "skip"))
     form = SkipForm(request.POST)
     if not form.is_valid():
         if assignment.state == Assignment.State.OPEN:
@@ -323,6 +341,8 @@ def skip(request, key):
         )
     except queue.NotYours as error:
         raise Http404("No such item.") from error
+    except queue.CampaignNotOpen as error:
+        return _answer_not_open(request, campaign, names, str(error))
     except queue.QueueError as error:
         return _answer_next(request, campaign, names, error=str(error))
     return _answer_next(request, campaign, names, notice="Skipped. Here is the next one.")

@@ -17,7 +17,14 @@ from django.db import transaction
 
 from . import validation
 from .models import Persona, Revision, Scenario, Tag
-from .services import changed_fields, record_revision, snapshot
+from .services import (
+    BACK_TO_REVIEW_NOTE,
+    CONTENT_FIELDS,
+    back_to_review_if_changed,
+    changed_fields,
+    record_revision,
+    snapshot,
+)
 from .taxonomy import Subtask, dimension_of
 
 FORMATS = ("jsonl", "csv", "release", "sharegpt")
@@ -81,6 +88,7 @@ class ImportReport:
     unchanged: int = 0
     duplicates: int = 0
     personas_created: int = 0
+    back_to_review: int = 0  # approved scenarios whose content the import changes
     written: bool = False
     errors: list[RowError] = field(default_factory=list)
     duplicate_lines: list[dict] = field(default_factory=list)
@@ -483,8 +491,11 @@ def _match_existing(plan: Plan, rows: list[Row], initial_state: str) -> None:
                 plan.creates.append(row)
                 continue
             incoming = _incoming_snapshot(data, current, preview_personas)
-            if changed_fields(snapshot(current), incoming):
+            current_snapshot = snapshot(current)
+            if changed_fields(current_snapshot, incoming):
                 plan.updates.append((row, current))
+                if _goes_back_to_review(current_snapshot, incoming):
+                    report.back_to_review += 1
             else:
                 report.unchanged += 1
         else:
@@ -498,6 +509,15 @@ def _match_existing(plan: Plan, rows: list[Row], initial_state: str) -> None:
     report.created = len(plan.creates)
     report.updated = len(plan.updates)
     report.personas_created = len(set(plan.inline_personas) - set(plan.personas))
+
+
+def _goes_back_to_review(current: dict, incoming: dict) -> bool:
+    """As back_to_review_if_changed, on snapshots (for the preview of an import)."""
+    return (
+        current["state"] == Scenario.State.APPROVED
+        and incoming["state"] == Scenario.State.APPROVED
+        and any(current[name] != incoming[name] for name in CONTENT_FIELDS)
+    )
 
 
 def _incoming_snapshot(data: dict, current: Scenario, personas: dict) -> dict:
@@ -565,6 +585,7 @@ def write_plan(
                 setattr(scenario, name, value)
         scenario.persona = plan.personas.get(row.data["persona"]) if row.data["persona"] else None
         scenario.state = row.data["state"] or scenario.state
+        sent_back = back_to_review_if_changed(scenario, before)
         scenario.save()
         scenario.tags.set([tags[name] for name in row.data["tags"]])
         record_revision(
@@ -572,7 +593,8 @@ def write_plan(
             author,
             Revision.Action.IMPORTED,
             before,
-            note=f"updated from {report.filename} line {row.line}",
+            note=f"updated from {report.filename} line {row.line}"
+            + (f"; {BACK_TO_REVIEW_NOTE}" if sent_back else ""),
         )
         done += 1
         if progress:

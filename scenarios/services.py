@@ -170,15 +170,65 @@ def create_scenario(scenario: Scenario, author, tags: list[str] = ()) -> Scenari
     return scenario
 
 
+BACK_TO_REVIEW_NOTE = (
+    "content changed while approved: back to review (judgments made on the earlier text are "
+    "left out of releases)"
+)
+
+
+def content_changed(before: dict, scenario: Scenario) -> bool:
+    """Whether the scenario's content (CONTENT_FIELDS) differs from the snapshot `before`."""
+    now = content_of(scenario)
+    return any(before.get(name) != now[name] for name in CONTENT_FIELDS)
+
+
+def back_to_review_if_changed(scenario: Scenario, before: dict) -> bool:
+    """An approved scenario whose content changed goes back to review (not yet saved): what
+    annotators rate must be text a reviewer approved, and judgments made on the old text no
+    longer describe it. State-only and metadata changes (tags, risk level, …) keep it approved.
+    Returns whether it was sent back."""
+    if (
+        before.get("state") == Scenario.State.APPROVED
+        and scenario.state == Scenario.State.APPROVED
+        and content_changed(before, scenario)
+    ):
+        scenario.state = Scenario.State.IN_REVIEW
+        return True
+    return False
+
+
+def last_content_change(scenario_ids) -> dict:
+    """{scenario id: time of its latest revision that changed its content} (scenarios whose
+    content never changed after they were created are absent)."""
+    rows = (
+        Revision.objects.filter(
+            scenario_id__in=list(scenario_ids), changes__has_any_keys=list(CONTENT_FIELDS)
+        )
+        .values("scenario_id")
+        .annotate(last=Max("created_at"))
+    )
+    return {row["scenario_id"]: row["last"] for row in rows}
+
+
 @transaction.atomic
 def update_scenario(scenario: Scenario, author, before: dict, tags: list[str] | None = None):
-    """Save an edited scenario; `before` is snapshot() taken before the edit was applied."""
+    """Save an edited scenario; `before` is snapshot() taken before the edit was applied.
+
+    Editing the content of an approved scenario sends it back to review, and its revision
+    says so (see back_to_review_if_changed)."""
     from .models import Tag
 
+    sent_back = back_to_review_if_changed(scenario, before)
     scenario.save()
     if tags is not None:
         scenario.tags.set([Tag.objects.get_or_create(name=name)[0] for name in tags])
-    return record_revision(scenario, author, Revision.Action.EDITED, before)
+    return record_revision(
+        scenario,
+        author,
+        Revision.Action.EDITED,
+        before,
+        note=BACK_TO_REVIEW_NOTE if sent_back else "",
+    )
 
 
 @transaction.atomic

@@ -87,7 +87,15 @@ def scenario_edit(request, pk):
         revision = services.update_scenario(
             form.save(commit=False), request.user, before, form.cleaned_data["tags_text"]
         )
-        messages.success(request, "Saved." if revision else "Nothing changed.")
+        if revision and revision.note == services.BACK_TO_REVIEW_NOTE:
+            messages.warning(
+                request,
+                "Saved. The content of an approved scenario changed, so it is back in review: "
+                "the rating queue does not hand it out until it is approved again, and releases "
+                "leave out judgments made on the earlier text.",
+            )
+        else:
+            messages.success(request, "Saved." if revision else "Nothing changed.")
         return redirect("scenarios:detail", pk=scenario.pk)
     return render(request, "scenarios/form.html", {"form": form, "scenario": scenario})
 

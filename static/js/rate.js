@@ -100,6 +100,12 @@
   // Logged out meanwhile (the request was redirected to the login page): go there for real
   // instead of putting a login form where the item was.
   document.body.addEventListener("htmx:beforeSwap", (event) => {
+    // 409 on submit or skip: the campaign is not open; the answer is the panel that says so.
+    if (event.detail.xhr && event.detail.xhr.status === 409) {
+      event.detail.shouldSwap = true;
+      event.detail.isError = false;
+      return;
+    }
     const url = event.detail.xhr && event.detail.xhr.responseURL;
     if (url && new URL(url).pathname.endsWith("/login/")) {
       event.detail.shouldSwap = false;

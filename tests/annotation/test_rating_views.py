@@ -446,10 +446,11 @@ def test_paused_campaign(rater_client, campaign, rater):
     page = rater_client.get(rate_url(campaign)).content.decode()
     assert "not open for rating right now" in page and "data-closed" in page
     assert 'id="rating-form"' not in page
-    # Work already on screen is still accepted; then the pause shows.
-    page = rater_client.post(submit_url(item), {"preference": "2"}, **HTMX).content.decode()
-    assert Judgment.objects.get().screen_preference == 2
-    assert "not open for rating right now" in page
+    # Work already on screen is refused too (409, nothing stored): the page says why.
+    answer = rater_client.post(submit_url(item), {"preference": "2"}, **HTMX)
+    assert answer.status_code == 409
+    assert not Judgment.objects.exists()
+    assert "not open for rating right now (it is paused)" in answer.content.decode()
 
 
 def test_progress_counts_the_item_on_screen(rater_client, campaign, rater):
