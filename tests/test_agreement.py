@@ -298,11 +298,15 @@ def test_ratings_are_expanded_and_rated_on_the_interval_level():
     assert ag.label_level("a_empathy") == "interval"
     matrix = ag.rating_matrix(frame, "a_empathy")
     assert matrix.loc[["x", "y"], 1].tolist() == [4, 5] and np.isnan(matrix.loc["x", 3])
-    expected = krippendorff.alpha(
-        reliability_data=matrix.to_numpy(), level_of_measurement="interval"
-    )
+    # A rating's unit is a response: A's and B's ratings of a comparison are a unit pair.
+    both = np.hstack([matrix.to_numpy(), ag.rating_matrix(frame, "b_empathy").to_numpy()])
+    expected = krippendorff.alpha(reliability_data=both, level_of_measurement="interval")
     summary = ag.label_agreement(frame, n_boot=100)
-    assert summary.loc["a_empathy", "alpha"] == pytest.approx(expected)
+    assert ag.rating_dimension_labels(frame) == ["rating_empathy"]
+    assert summary.loc["rating_empathy", "alpha"] == pytest.approx(expected)
+    assert summary.loc["rating_empathy", "level"] == "interval"
+    # Comparisons 1 and 2 each have two pairable units; 3 has a single value on each side.
+    assert summary.loc["rating_empathy", ["n_units", "n_pairable"]].tolist() == [2, 8]
     assert summary.loc["preference5", "level"] == "ordinal"
     assert summary.loc["winner3", "level"] == "nominal"
     assert (summary["ci"] == 0.95).all()

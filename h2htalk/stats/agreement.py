@@ -19,9 +19,34 @@ Judgments columns (missing optional ones leave the statistics that need them emp
 Labels (`rating_matrix`) and the level of measurement α uses for each:
 - ``preference5``: the 5-point pair-keyed preference, ordinal;
 - ``winner3``: its sign, A (−1) / tie (0) / B (1), nominal;
-- ``a_<dim>``, ``b_<dim>``: a 1–5 rating of response A or B, interval;
+- ``rating_<dim>``: a 1–5 rating of a response, interval; its units are the two responses of
+  every comparison (A's and B's rating as a unit and its mirror);
+- ``a_<dim>``, ``b_<dim>``: a 1–5 rating of response A or B alone, interval (generic matrices
+  only: which response is A depends on the numbering, so reports use ``rating_<dim>``);
 - ``screen5`` / ``screen3``: the preference *as shown* (left/right). Diagnostics only: agreement
   on these mixes position with preference and is not a reliability figure.
+
+Orientation (the one definition of every chance-corrected figure on preference data). A
+comparison has no natural "A": A is only the lower companion id, so any fixed orientation (the
+lower id, a hash of the comparison id) makes chance-corrected figures depend on how companions
+and comparisons happen to be numbered. With one dominant companion a fixed orientation piles the
+labels up on one side, the pooled marginals go lopsided, the chance baseline approaches the
+observed agreement and α or κ collapse while raw agreement stays high. So every unit is
+*mirrored*: each comparison enters once as its votes v and once as −v (A and B swapped). The
+pooled distribution is then symmetric and within-unit disagreement is unchanged, and because
+swapping A and B of any comparison only swaps a unit with its mirror, every figure is the same
+under any renumbering of companions or comparisons (and under any screen layout). Applied to:
+- α at each level (`preference_reliability` / `label_agreement`): the reliability data is the
+  raters × 2N matrix [v, −v] (for a 1–5 rating of a response: [rating of A, rating of B], the
+  same pairing); the bootstrap resamples comparisons and keeps each with its mirror;
+- percent agreement and Fleiss' κ on the same mirrored data (percent agreement is unchanged by
+  mirroring; Fleiss' κ gets the symmetric marginals);
+- Cohen's κ between two raters or between a judge and the human majority (`pair_kappa`): each
+  item once as (x, y) and once as (−x, −y);
+- Dawid–Skene labels (`aggregate_labels`): fitted on the mirrored votes.
+`alpha`, `alpha_with_ci`, `cohen_kappa`, `percent_agreement` and `fleiss_kappa` stay the
+generic textbook coefficients on reliability data as given (they reproduce the published
+values); mirroring applies to pair-keyed preference data only.
 
 Krippendorff's α: units (columns) with fewer than two values are not pairable and are dropped;
 `n_units` and `n_pairable` count what is left. α is NaN when nothing is pairable or every
@@ -50,6 +75,8 @@ LABEL_LEVELS = {
     "screen3": "nominal",
 }
 RATING_LABEL = re.compile(r"^[ab]_\w+$")
+RATING_DIMENSION_LABEL = re.compile(r"^rating_(\w+)$")
+PAIR_LABELS = ("preference5", "winner3")  # pair-keyed, symmetric about 0: mirrored as −v
 WINNER_NAMES = {-1: "A", 0: "tie", 1: "B"}
 WINNER_CLASSES = np.array([-1, 0, 1])
 MAX_VALUES = 30  # α here is for discrete scales; the coincidence work grows with values²
@@ -121,11 +148,21 @@ def rating_labels(judgments: pd.DataFrame) -> list[str]:
     return [c for c in judgments.columns if RATING_LABEL.match(str(c))]
 
 
+def rating_dimension_labels(judgments: pd.DataFrame) -> list[str]:
+    """``rating_<dim>`` for every dimension with both ``a_<dim>`` and ``b_<dim>`` columns."""
+    columns = set(judgments.columns)
+    return [
+        f"rating_{c[2:]}"
+        for c in rating_labels(judgments)
+        if c.startswith("a_") and f"b_{c[2:]}" in columns
+    ]
+
+
 def label_level(label: str) -> str:
     """Level of measurement α uses for a label (see the module docstring)."""
     if label in LABEL_LEVELS:
         return LABEL_LEVELS[label]
-    if RATING_LABEL.match(label):
+    if RATING_LABEL.match(label) or RATING_DIMENSION_LABEL.match(label):
         return "interval"
     raise ValueError(f"unknown label {label!r}")
 
@@ -370,8 +407,12 @@ def cohen_kappa(x, y, weights: str | None = None) -> float:
     return float(1 - (penalty * observed).sum() / denominator)
 
 
-def cohen_kappa_pairs(matrix, min_overlap: int = 20, weights: str | None = None) -> pd.DataFrame:
-    """Cohen's κ for every pair of raters sharing at least `min_overlap` units."""
+def cohen_kappa_pairs(
+    matrix, min_overlap: int = 20, weights: str | None = None, mirror: bool = False
+) -> pd.DataFrame:
+    """Cohen's κ for every pair of raters sharing at least `min_overlap` units (`mirror`: on
+    pair-keyed preferences, `pair_kappa`)."""
+    coefficient = pair_kappa if mirror else cohen_kappa
     frame = matrix if isinstance(matrix, pd.DataFrame) else pd.DataFrame(np.asarray(matrix))
     data = frame.to_numpy(dtype=float)
     present = ~np.isnan(data)
@@ -380,7 +421,7 @@ def cohen_kappa_pairs(matrix, min_overlap: int = 20, weights: str | None = None)
     for i in range(len(data)):
         for j in range(i + 1, len(data)):
             if overlap[i, j] >= min_overlap:
-                kappa = cohen_kappa(data[i], data[j], weights)
+                kappa = coefficient(data[i], data[j], weights)
                 rows.append((frame.index[i], frame.index[j], int(overlap[i, j]), kappa))
     return pd.DataFrame(rows, columns=["rater_1", "rater_2", "n", "kappa"])
 
@@ -426,6 +467,98 @@ def fleiss_kappa(matrix, n_raters: int | None = None) -> FleissResult:
     return FleissResult(kappa, int(used.sum()), n_raters, int((~used).sum()))
 
 
+# Preference data: the mirrored definition (see "Orientation" in the module docstring)
+
+
+def preference_reliability(
+    judgments: pd.DataFrame, label: str, unit: str | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """The reliability data of `label` as (units, their mirrors), raters × comparisons each.
+
+    preference5 / winner3: (v, −v); ``rating_<dim>``: (rating of A, rating of B). Labels with a
+    natural orientation (the screen labels) or a single side (``a_<dim>``) have no mirror:
+    (matrix, None).
+    """
+    if label in PAIR_LABELS:
+        matrix = rating_matrix(judgments, label, unit)
+        return matrix, -matrix
+    match = RATING_DIMENSION_LABEL.match(label)
+    if match:
+        dimension = match.group(1)
+        return (
+            rating_matrix(judgments, f"a_{dimension}", unit),
+            rating_matrix(judgments, f"b_{dimension}", unit),
+        )
+    return rating_matrix(judgments, label, unit), None
+
+
+def paired_alpha_with_ci(
+    first, second=None, *, level: str, n_boot: int = 1000, seed: int = 0, ci: float = 0.95
+) -> AlphaResult:
+    """α on reliability data whose units come in pairs: column j of `first` and column j of
+    `second` (raters × units each; `second` None = the mirror −first). The point estimate is the
+    package's α on the raters × 2N matrix [first, second]; the bootstrap resamples the N pairs
+    (a comparison with its mirror). ``n_units`` counts pairs with a pairable unit,
+    ``n_pairable`` the pairable values actually given (a mirror's values are not counted)."""
+    if level not in LEVELS:
+        raise ValueError(f"level must be one of {LEVELS}")
+    first = np.asarray(first, dtype=float)
+    mirror = second is None
+    second = -first if mirror else np.asarray(second, dtype=float)
+    if first.shape != second.shape:
+        raise ValueError(f"paired matrices differ in shape: {first.shape} vs {second.shape}")
+    data = np.hstack([first, second])
+    n = first.shape[1]
+    if not np.isfinite(data).any():
+        return AlphaResult(np.nan, np.nan, np.nan, level, ci, 0, 0, max(n_boot, 0))
+    counts, domain = value_counts(data)
+    size = counts.shape[1]
+    joint = np.hstack([counts[:n], counts[n:]])
+    m_first, m_second = joint[:, :size].sum(axis=1), joint[:, size:].sum(axis=1)
+    usable = (m_first >= 2) | (m_second >= 2)
+    joint = joint[usable]
+    n_units = int(usable.sum())
+    given = m_first[usable] * (m_first[usable] >= 2)
+    if not mirror:
+        given = given + m_second[usable] * (m_second[usable] >= 2)
+    n_pairable = int(given.sum())
+    point = alpha(data, level)
+    if np.isnan(point) or n_boot <= 0:
+        return AlphaResult(point, np.nan, np.nan, level, ci, n_units, n_pairable, max(n_boot, 0))
+    # A pair is unordered (a comparison with its mirror, or A's with B's ratings): put the
+    # lexicographically smaller half first, so swapping A and B leaves the patterns alone.
+    first_half, second_half = joint[:, :size], joint[:, size:]
+    difference = second_half - first_half
+    lead = np.argmax(difference != 0, axis=1)
+    swap = difference[np.arange(len(joint)), lead] < 0
+    joint = np.where(swap[:, None], np.hstack([second_half, first_half]), joint)
+    patterns, frequency = np.unique(joint, axis=0, return_counts=True)
+    units = np.vstack([patterns[:, :size], patterns[:, size:]])
+    rng = np.random.default_rng(seed)
+    draws = []
+    batch = max(1, min(n_boot, 4_000_000 // len(patterns)))
+    done = 0
+    while done < n_boot:
+        step = min(batch, n_boot - done)
+        weights = rng.multinomial(n_units, frequency / n_units, size=step)
+        draws.append(coincidence_alpha(units, domain, level, np.hstack([weights, weights])))
+        done += step
+    values = np.concatenate(draws)
+    tail = (1 - ci) / 2
+    if np.isnan(values).all():
+        low = high = np.nan
+    else:
+        low, high = np.nanquantile(values, [tail, 1 - tail])
+    return AlphaResult(point, float(low), float(high), level, ci, n_units, n_pairable, n_boot)
+
+
+def pair_kappa(x, y, weights: str | None = None) -> float:
+    """Cohen's κ on pair-keyed labels (values symmetric about 0, e.g. −1 A / 0 tie / 1 B), each
+    item counted once as (x, y) and once as (−x, −y): the same whichever side is A."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    return cohen_kappa(np.concatenate([x, -x]), np.concatenate([y, -y]), weights)
+
+
 def label_agreement(
     judgments: pd.DataFrame,
     labels: list[str] | None = None,
@@ -433,16 +566,31 @@ def label_agreement(
     seed: int = 0,
     ci: float = 0.95,
 ) -> pd.DataFrame:
-    """One row per label: level, α with its `ci` bootstrap interval, units, pairable values,
-    percent agreement and Fleiss' κ. Default labels: preference5, winner3 and every rating."""
+    """The agreement figures of every report (agreement page, API, command, calibration
+    document): one row per label with level, α and its `ci` bootstrap interval, units,
+    pairable values, percent agreement and Fleiss' κ, all on the mirrored reliability data
+    (`preference_reliability`, `paired_alpha_with_ci`). Default labels: preference5, winner3
+    and ``rating_<dim>`` for every rated dimension."""
     if labels is None:
-        labels = ["preference5", "winner3", *rating_labels(judgments)]
+        labels = ["preference5", "winner3", *rating_dimension_labels(judgments)]
     rows = []
     for label in labels:
-        matrix = rating_matrix(judgments, label)
+        first, second = preference_reliability(judgments, label)
         level = label_level(label)
-        result = alpha_with_ci(matrix, level, n_boot=n_boot, seed=seed, ci=ci)
-        fleiss = fleiss_kappa(matrix)
+        if second is None:
+            matrix = first.to_numpy(dtype=float)
+            result = alpha_with_ci(matrix, level, n_boot=n_boot, seed=seed, ci=ci)
+        else:
+            pair = (first.to_numpy(dtype=float), second.to_numpy(dtype=float))
+            mirror = label in PAIR_LABELS
+            matrix = np.hstack(pair)
+            result = paired_alpha_with_ci(
+                pair[0], None if mirror else pair[1], level=level, n_boot=n_boot, seed=seed, ci=ci
+            )
+        fleiss = fleiss_kappa(matrix) if np.isfinite(matrix).any() else None
+        fleiss_units = fleiss.n_units if fleiss else 0
+        if second is not None and label in PAIR_LABELS:
+            fleiss_units //= 2  # a comparison and its mirror
         rows.append(
             {
                 "label": label,
@@ -454,9 +602,11 @@ def label_agreement(
                 "n_units": result.n_units,
                 "n_pairable": result.n_pairable,
                 "n_boot": result.n_boot,
-                "percent_agreement": percent_agreement(matrix),
-                "fleiss_kappa": fleiss.kappa,
-                "fleiss_units": fleiss.n_units,
+                "percent_agreement": percent_agreement(matrix)
+                if np.isfinite(matrix).any()
+                else float("nan"),
+                "fleiss_kappa": fleiss.kappa if fleiss else float("nan"),
+                "fleiss_units": fleiss_units,
             }
         )
     return pd.DataFrame(rows).set_index("label")
@@ -732,17 +882,28 @@ def aggregate_labels(
     tol: float = 1e-7,
 ) -> Aggregation:
     """Majority and Dawid–Skene labels per comparison on pair-keyed winner3 votes, and the share
-    of comparisons where they disagree. `exclude_annotators` drops (e.g. flagged) raters."""
+    of comparisons where they disagree. `exclude_annotators` drops (e.g. flagged) raters.
+
+    Dawid–Skene is fitted on the mirrored votes (module docstring, "Orientation"): unit 2i is
+    the i-th comparison (sorted by id), unit 2i + 1 its mirror with every vote negated, so the
+    prior and the confusion matrices do not depend on which companion is A."""
     unit = _unit_column(judgments, unit)
     kept = judgments[~judgments["annotator"].isin(list(exclude_annotators))]
     if kept.empty:
         raise ValueError("no judgments left to aggregate")
     table = majority_labels(kept, unit)
     winner = label_values(kept, "winner3").astype(np.int64).to_numpy()
+    codes, _ = pd.factorize(kept[unit], sort=True)
+    annotators = kept["annotator"].to_numpy()
     model = dawid_skene.fit(
-        kept[unit].to_numpy(), kept["annotator"].to_numpy(), winner, WINNER_CLASSES, max_iter, tol
+        np.concatenate([2 * codes, 2 * codes + 1]),
+        np.concatenate([annotators, annotators]),
+        np.concatenate([winner, -winner]),
+        WINNER_CLASSES,
+        max_iter,
+        tol,
     )
-    position = np.searchsorted(model.units, table.index.to_numpy())
+    position = 2 * np.arange(len(table))
     table["ds_label"] = model.labels[position].astype(np.int64)
     for column, index in (("p_a", 0), ("p_tie", 1), ("p_b", 2)):
         table[column] = model.posterior[position, index]

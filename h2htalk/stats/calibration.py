@@ -37,12 +37,17 @@ Metrics on held-out predictions (pooled over the outer folds):
     side of ½; p exactly ½ scores ½ (a coin flip);
   * with ties: all comparisons; the judge says "tie" when |p − ½| ≤ δ, the tie band δ chosen on
     the *training* folds to maximise this accuracy (grid TIE_BANDS); A when p > ½ + δ, B below;
-- Cohen's κ between those three-way calls and the majority;
+- Cohen's κ between those three-way calls and the majority, on mirrored items (each
+  comparison once as (call, majority) and once as (−call, −majority), agreement.pair_kappa):
+  with A = the lower companion id and id order following strength, an unmirrored κ collapses
+  towards 0 for a good judge because both marginals pile up on one side;
 - log-loss and Brier score over votes (each vote an outcome as above, so the Brier score includes
   the humans' own disagreement, the same for every judge);
 - expected calibration error: equal-width bins of p (10 by default), the vote-weighted
-  |observed share − mean p| per bin, weighted by the bin's share of votes; the bins are the
-  data of the reliability diagram;
+  |observed share − mean p| per bin, weighted by the bin's share of votes, on mirrored items
+  (each comparison as p and as 1 − p with its votes swapped, `mirrored_reliability`, so
+  it does not depend on which companion is A); the bins are the data of the reliability
+  diagram;
 - system level: Bradley–Terry strengths of the companions from the human votes (a tie half a
   win each) and from the judge's held-out probabilities (each comparison p wins for A, 1 − p
   for B: the same comparisons, so both rankings rest on the same design; a judge's mean score
@@ -64,7 +69,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GroupKFold
 
 from . import bradley_terry
-from .agreement import cohen_kappa, majority_labels
+from .agreement import majority_labels, pair_kappa
 
 C_GRID = tuple(float(c) for c in np.logspace(-3, 3, 7))
 TIE_BANDS = tuple(round(0.01 * i, 2) for i in range(31))  # δ in 0 … 0.30
@@ -327,8 +332,10 @@ def choose_tie_band(p, majority, bands=TIE_BANDS) -> float:
 
 
 def kappa(p, majority, delta: float) -> float:
-    """Cohen's κ (unweighted) between the judge's three-way calls and the human majority."""
-    return cohen_kappa(three_way(p, delta).astype(float), np.asarray(majority, dtype=float))
+    """Cohen's κ (unweighted) between the judge's three-way calls and the human majority, each
+    comparison counted once as (call, majority) and once mirrored (agreement.pair_kappa), so it
+    does not depend on which companion is A."""
+    return pair_kappa(three_way(p, delta).astype(float), np.asarray(majority, dtype=float))
 
 
 def brier(p, votes) -> float:
@@ -375,6 +382,16 @@ def reliability(p, votes, bins: int = ECE_BINS) -> tuple[float, list[dict]]:
     return (float(ece) if total else float("nan")), table
 
 
+def mirrored_reliability(p, votes, bins: int = ECE_BINS) -> tuple[float, list[dict]]:
+    """`reliability` with every comparison counted once as (p, votes) and once mirrored as
+    (1 − p, votes with A and B swapped), as agreement's "Orientation" does for α and κ: which
+    companion is A then changes nothing, and the diagram is symmetric about (½, ½). A bin's
+    ``comparisons`` counts mirrored items (each comparison twice in all)."""
+    p = np.asarray(p, dtype=float)
+    votes = np.asarray(votes, dtype=float)
+    return reliability(np.concatenate([p, 1 - p]), np.vstack([votes, votes[:, ::-1]]), bins)
+
+
 def bt_strengths(companion_a, companion_b, wins_a, wins_b, companions) -> np.ndarray:
     """Bradley–Terry log-strengths for `companions` from per-comparison (fractional) wins."""
     index = {c: i for i, c in enumerate(companions)}
@@ -400,7 +417,7 @@ def rank_correlations(x, y) -> tuple[float | None, float | None]:
 def judge_metrics(p, votes, majority, delta: float, bins: int = ECE_BINS) -> dict:
     """Every held-out number of one judge on pooled predictions (see the module docstring)."""
     accuracy, decided = accuracy_without_ties(p, majority)
-    ece, table = reliability(p, votes, bins)
+    ece, table = mirrored_reliability(p, votes, bins)
     return {
         "accuracy_without_ties": accuracy,
         "comparisons_without_ties": decided,
@@ -543,7 +560,7 @@ def _pooled_metrics(p, votes, majority, band, bins) -> dict:
     calls = three_way_per_row(p, band)
     majority = np.asarray(majority)
     out["accuracy_with_ties"] = float((calls == majority).mean()) if len(p) else float("nan")
-    out["kappa"] = cohen_kappa(calls.astype(float), majority.astype(float))
+    out["kappa"] = pair_kappa(calls.astype(float), majority.astype(float))
     out["tie_band"] = float(np.mean(band)) if len(band) else float("nan")
     return out
 
@@ -655,6 +672,8 @@ def simulate(
     position_bias: float = 1.0,
     length_bias: float = 1.2,
     seed: int = 0,
+    strength_by_id: bool = False,
+    quality_spread: float = 0.7,
 ) -> tuple[pd.DataFrame, dict[str, float]]:
     """Simulated comparisons whose human votes follow known weights on the features.
 
@@ -668,12 +687,17 @@ def simulate(
     The raw judge: `judge="single"`: σ(Δrubric) (length-biased, overconfident);
     `judge="pairwise"`: two verdicts (both orders), P(first wins) = σ(1.5·Δrubric +
     `position_bias`), the first shown gets a bonus; raw = share for A, ties half, and the
-    feature ``judge_win_share`` is that share (for B: 1 − share). Returns (frame, weights).
+    feature ``judge_win_share`` is that share (for B: 1 − share). `strength_by_id`: companion
+    quality falls with the id (companion 0 the best), so A (the lower id) is mostly the
+    better side, the case where a fixed orientation makes κ and α collapse; `quality_spread`
+    is the standard deviation of companion quality. Returns (frame, weights).
     """
     rng = np.random.default_rng(seed)
     weights = dict(weights or {"metric_1": 1.0, "metric_2": 0.5, "rubric": 0.8, "log_length": -0.6})
     n_scenarios = n_scenarios or max(2, n_comparisons // 4)
-    companion_quality = rng.normal(0, 0.7, n_companions)
+    companion_quality = rng.normal(0, quality_spread, n_companions)
+    if strength_by_id:
+        companion_quality = np.sort(companion_quality)[::-1]
     scenario = rng.integers(0, n_scenarios, n_comparisons)
     first = rng.integers(0, n_companions, n_comparisons)
     second = (first + rng.integers(1, n_companions, n_comparisons)) % n_companions
