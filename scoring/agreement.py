@@ -16,9 +16,18 @@ from .models import AgreementReport
 
 MIN_UNITS_FOR_ALPHA = 5
 INLINE_LIMIT = 5_000  # judgments computed in the request; above this a Celery job does it
+NOTE = (
+    "α: Krippendorff's alpha on the preference keyed by the model pair (ordinal for the "
+    "5-point scale, nominal for A/tie/B, interval for 1–5 ratings of each response). Every "
+    "comparison is counted once as its votes and once mirrored (A and B swapped), so α, "
+    "Fleiss' κ and percent agreement do not depend on how companions or comparisons are "
+    "numbered; 95% percentile bootstrap intervals resample comparisons together with their "
+    "mirrors. Gold items are left out."
+)
 
 
-REPORT_VERSION = "r2"  # in the cache key: reports stored by older code are recomputed
+# In the cache key: reports stored by older code are recomputed (r3: mirrored α).
+REPORT_VERSION = "r3"
 
 
 def judgment_state(campaign: Campaign) -> str:
@@ -72,30 +81,9 @@ def judgments_frame(campaign: Campaign) -> pd.DataFrame:
         return frame
     frame["gold_preference"] = frame["gold_preference"].astype(float)
     frame["client_time_ms"] = frame["client_time_ms"].astype(float)
-    return orient(stats.expand_ratings(frame))
-
-
-def orient(frame: pd.DataFrame) -> pd.DataFrame:
-    """Fix each comparison's A/B orientation by a hash of its id instead of by companion id.
-
-    Pair keying only needs every vote on a comparison mapped to the same orientation. Taking A
-    = the lower companion id makes "A" mean the same model across the campaign, so when one
-    model is better the labels pile up on one side and α's chance baseline collapses (high
-    agreement, α near 0). A fixed pseudo-random orientation per comparison keeps the keying
-    and makes the baseline symmetric.
-    """
-    ids = frame["comparison"].to_numpy(dtype=np.uint64)
-    flip = ((ids * np.uint64(2654435761)) >> np.uint64(7)) % np.uint64(2) == 1
-    frame = frame.copy()
-    frame.loc[flip, "preference"] = -frame.loc[flip, "preference"]
-    frame.loc[flip, "gold_preference"] = -frame.loc[flip, "gold_preference"]
-    frame.loc[flip, "left_is_a"] = ~frame.loc[flip, "left_is_a"].astype(bool)
-    a_columns = [c for c in frame.columns if c.startswith("a_")]
-    for a_column in a_columns:
-        b_column = "b_" + a_column[2:]
-        if b_column in frame.columns:
-            frame.loc[flip, [a_column, b_column]] = frame.loc[flip, [b_column, a_column]].to_numpy()
-    return frame
+    # Keyed A = the lower companion id as stored; the statistics mirror every comparison
+    # (h2htalk.stats.agreement, "Orientation"), so no re-orientation is needed here.
+    return stats.expand_ratings(frame)
 
 
 def _clean(value):
@@ -118,7 +106,9 @@ def _alpha_rows(frame: pd.DataFrame, group: str | None, n_boot: int, seed: int) 
     for name, part in groups:
         if part["comparison"].nunique() < MIN_UNITS_FOR_ALPHA:
             continue
-        labels = ["preference5", "winner3"] + (stats.rating_labels(part) if group is None else [])
+        labels = ["preference5", "winner3"] + (
+            stats.rating_dimension_labels(part) if group is None else []
+        )
         table = stats.label_agreement(part, labels=labels, n_boot=n_boot, seed=seed)
         for label, row in table.iterrows():
             rows.append({"group": str(name), "label": label, **row.to_dict()})
@@ -147,11 +137,7 @@ def compute_report(campaign: Campaign, n_boot: int = 1000, seed: int = 0, progre
         },
         "ci": 0.95,
         "n_boot": n_boot,
-        "note": "α: Krippendorff's alpha on the preference keyed by the model pair "
-        "(ordinal for the 5-point scale, nominal for A/tie/B, interval for 1–5 ratings; each "
-        "comparison's A/B orientation is fixed by a hash of its id, so label prevalence does "
-        "not depend on the order of companion ids); 95% percentile bootstrap intervals over "
-        "comparisons. Gold items are left out.",
+        "note": NOTE,
         "overall": [],
         "by_dimension": [],
         "by_subtask": [],
