@@ -456,17 +456,14 @@ def report_rows() -> list[dict]:
     log(f"fingerprint {state}: {seconds * 1000:.1f} ms")
 
     spent = {}
-    with _timing(agreement.stats, "expand_ratings", spent), _timing(agreement, "orient", spent):
+    with _timing(agreement.stats, "expand_ratings", spent):
         row, frame = measured(
-            f"agreement judgments → DataFrame ({n:,} rows, ratings expanded, oriented)",
+            f"agreement judgments → DataFrame ({n:,} rows, ratings expanded)",
             lambda: agreement.judgments_frame(campaign),
             n,
         )
     query = row["seconds"] - sum(spent.values())
-    parts = (
-        f"query + DataFrame {query:.2f} s, expand_ratings {spent['expand_ratings']:.2f} s, "
-        f"orient {spent['orient']:.2f} s"
-    )
+    parts = f"query + DataFrame {query:.2f} s, expand_ratings {spent['expand_ratings']:.2f} s"
     row["notes"] += f"; {parts}"
     log(f"  {parts}")
     assert len(frame) == n, len(frame)
