@@ -5,9 +5,6 @@ managed_campaigns(user) answers 404, exactly like a missing one. Researchers see
 here (the gold page shows both texts); annotators never reach these pages.
 """
 
-import csv
-import io
-
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.db import transaction
@@ -19,6 +16,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from h2htalk import csvexport
 from h2htalk.models import Job
 from h2htalk.roles import RESEARCHER, role_required
 from scenarios.taxonomy import Subtask
@@ -365,17 +363,9 @@ def iter_judgments_csv(campaign: Campaign, batch: int = 500):
         .values(*_EXPORT_FIELDS.values())
         .iterator(chunk_size=2000)
     )
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=EXPORT_COLUMNS, lineterminator="\n")
-    writer.writeheader()
     names = {lookup: name for name, lookup in _EXPORT_FIELDS.items()}
-    for count, raw in enumerate(rows, start=1):
-        writer.writerow(_export_row(campaign.name, {names[k]: v for k, v in raw.items()}))
-        if count % batch == 0:
-            yield buffer.getvalue()
-            buffer.seek(0)
-            buffer.truncate()
-    yield buffer.getvalue()
+    records = (_export_row(campaign.name, {names[k]: v for k, v in raw.items()}) for raw in rows)
+    yield from csvexport.stream(EXPORT_COLUMNS, records, batch=batch)
 
 
 @role_required(RESEARCHER)

@@ -1,9 +1,9 @@
 """Scenario export in the platform's JSONL and CSV schema (the importer reads both back)."""
 
-import csv
-import io
 import json
 from collections.abc import Iterator
+
+from h2htalk import csvexport
 
 from .models import Persona, Scenario
 
@@ -72,27 +72,18 @@ def iter_jsonl(queryset) -> Iterator[str]:
         yield json.dumps(scenario_record(scenario), ensure_ascii=False) + "\n"
 
 
+def _csv_record(scenario: Scenario) -> dict:
+    record = scenario_record(scenario)
+    for column in ("history", "memory", "schedule", "persona"):
+        # The persona goes in as a JSON object so the importer can recreate it.
+        value = record[column]
+        record[column] = "" if value is None else json.dumps(value, ensure_ascii=False)
+    record["tags"] = ";".join(record["tags"])
+    return record
+
+
 def iter_csv(queryset) -> Iterator[str]:
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, lineterminator="\n")
-
-    def flush() -> str:
-        value = buffer.getvalue()
-        buffer.seek(0)
-        buffer.truncate()
-        return value
-
-    writer.writeheader()
-    yield flush()
-    for scenario in _rows(queryset):
-        record = scenario_record(scenario)
-        for column in ("history", "memory", "schedule", "persona"):
-            # The persona goes in as a JSON object so the importer can recreate it.
-            value = record[column]
-            record[column] = "" if value is None else json.dumps(value, ensure_ascii=False)
-        record["tags"] = ";".join(record["tags"])
-        writer.writerow(record)
-        yield flush()
+    yield from csvexport.stream(CSV_COLUMNS, (_csv_record(s) for s in _rows(queryset)))
 
 
 EXPORTERS = {"jsonl": (iter_jsonl, "application/x-ndjson"), "csv": (iter_csv, "text/csv")}

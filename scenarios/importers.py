@@ -15,6 +15,8 @@ from pathlib import PurePath
 
 from django.db import transaction
 
+from h2htalk import csvexport
+
 from . import validation
 from .models import Persona, Revision, Scenario, Tag
 from .services import (
@@ -293,6 +295,7 @@ def read_csv(stream, **_):
             for column, cell in record.items():
                 if cell in (None, ""):
                     continue
+                cell = csvexport.unquote_cell(cell)  # (the export's spreadsheet-safe quote)
                 if column in CSV_JSON_COLUMNS and cell.lstrip()[:1] in "[{":
                     try:
                         cell = json.loads(cell)

@@ -1,11 +1,13 @@
 """Response export (JSONL in the importer's schema, CSV) and the filters shared with the pages."""
 
-import csv
-import io
 import json
+
+from h2htalk import csvexport
+from h2htalk.params import int_list
 
 from .models import Response
 from .response_import import PLATFORM_FIELDS as JSONL_KEYS
+from .taxonomy import Subtask
 
 CSV_COLUMNS = [
     "subtask",
@@ -22,13 +24,27 @@ CSV_COLUMNS = [
 ]
 
 
+class FilterError(ValueError):
+    """A filter value that is not one of its choices (the page answers 400 with the message)."""
+
+
 def filter_responses(params):
-    """Responses narrowed by run, companion (ids), subtask and status query parameters."""
+    """Responses narrowed by run, companion (ids), subtask and status query parameters.
+
+    Ids that are not whole numbers are left out; a subtask or status that is not one of the
+    choices (a NUL character, say, which PostgreSQL cannot even compare) raises FilterError.
+    """
     queryset = Response.objects.all()
     for param, field in (("run", "run_id"), ("companion", "companion_id")):
-        values = [v for v in params.getlist(param) if v.isdigit()]
+        values = int_list(params, param)
         if values:
             queryset = queryset.filter(**{f"{field}__in": values})
+    for value in params.getlist("subtask"):
+        if value and value not in Subtask.values:
+            raise FilterError(f"subtask: {value!r} is not a subtask")
+    for value in params.getlist("status"):
+        if value and value not in Response.Status.values:
+            raise FilterError(f"status: {value!r} is not a response status")
     if params.get("subtask"):
         queryset = queryset.filter(scenario__subtask__in=params.getlist("subtask"))
     if params.get("status"):
@@ -68,16 +84,7 @@ def iter_jsonl(queryset):
 
 
 def iter_csv(queryset):
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    for count, response in enumerate(_rows(queryset), start=1):
-        writer.writerow(_record(response))
-        if count % 500 == 0:
-            yield buffer.getvalue()
-            buffer.seek(0)
-            buffer.truncate()
-    yield buffer.getvalue()
+    yield from csvexport.stream(CSV_COLUMNS, (_record(response) for response in _rows(queryset)))
 
 
 RESPONSE_EXPORTERS = {"jsonl": (iter_jsonl, "application/x-ndjson"), "csv": (iter_csv, "text/csv")}

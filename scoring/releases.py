@@ -32,7 +32,6 @@ Computing. `compute` first checks that every frozen input is still in the databa
 import contextlib
 import hashlib
 import importlib.metadata
-import io
 import json
 import math
 import os
@@ -52,7 +51,7 @@ from django.utils import timezone
 
 from annotation.access import managed_campaigns
 from annotation.models import AnnotatorExclusion, Comparison, Judgment
-from h2htalk import jobs
+from h2htalk import csvexport, jobs
 from h2htalk.models import Job
 from h2htalk.roles import ADMIN, user_roles
 from h2htalk.stats import leaderboard as stats
@@ -1488,14 +1487,10 @@ CSV_COLUMNS = [
 
 
 def to_csv(release: Release) -> str:
-    import csv
-
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    for row in leaderboard_rows(release, release.result.data):
-        writer.writerow({k: ("" if row[k] is None else row[k]) for k in CSV_COLUMNS})
-    return buffer.getvalue()
+    rows = leaderboard_rows(release, release.result.data)
+    return csvexport.text(
+        CSV_COLUMNS, ({k: ("" if row[k] is None else row[k]) for k in CSV_COLUMNS} for row in rows)
+    )
 
 
 def metadata(release: Release) -> dict:

@@ -1,14 +1,12 @@
-import csv
-import io
 import json
 
 from django.db import transaction
-from django.http import HttpResponse
+from django.http import HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
 
 from annotation import exclusions
 from annotation.access import managed_campaign_or_404
-from h2htalk import jobs
+from h2htalk import csvexport, jobs
 from h2htalk.models import Job
 from h2htalk.roles import RESEARCHER, role_required
 
@@ -16,6 +14,7 @@ from . import agreement
 from .plots import heatmap_svg
 from .tasks import compute_agreement
 
+AGREEMENT_TABLES = ("alpha", "annotators")
 ALPHA_COLUMNS = [
     "group",
     "label",
@@ -78,7 +77,10 @@ def agreement_export(request, campaign_id, fmt):
         response["Content-Disposition"] = f'attachment; filename="{stem}.json"'
         return response
     table = request.GET.get("table", "alpha")
-    buffer = io.StringIO()
+    if table not in AGREEMENT_TABLES:  # (it goes into the file name below)
+        return HttpResponseBadRequest(
+            f"table must be one of {', '.join(AGREEMENT_TABLES)}", content_type="text/plain"
+        )
     if table == "annotators":
         rows = data["annotators"]
         columns = list(rows[0]) if rows else ["annotator"]
@@ -89,9 +91,7 @@ def agreement_export(request, campaign_id, fmt):
             for row in data[scope]
         ]
         columns = ["scope", *ALPHA_COLUMNS]
-    writer = csv.DictWriter(buffer, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    response = HttpResponse(buffer.getvalue(), content_type="text/csv")
+    body = csvexport.text(columns, rows, extrasaction="ignore")
+    response = HttpResponse(body, content_type="text/csv")
     response["Content-Disposition"] = f'attachment; filename="{stem}-{table}.csv"'
     return response
