@@ -8,18 +8,19 @@ from django.core.files.storage import default_storage
 from django.core.paginator import Paginator
 from django.db import transaction
 from django.db.models import Count, Q
-from django.http import StreamingHttpResponse
+from django.http import HttpResponseBadRequest, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from h2htalk.models import Job
+from h2htalk.params import int_param, parse_int
 from h2htalk.roles import RESEARCHER, role_required
 
 from . import generation
 from .companion_forms import CompanionForm, GenerationRunForm, ResponseImportForm, key_status
 from .models import CompanionModel, GenerationRun, Response, Scenario
-from .response_export import RESPONSE_EXPORTERS, filter_responses
+from .response_export import RESPONSE_EXPORTERS, FilterError, filter_responses
 from .tasks import queue_run, run_response_import
 
 
@@ -115,8 +116,12 @@ def run_resume(request, pk):
     if run.state in generation.ACTIVE and run.pk not in generation.stale_runs():
         messages.error(request, "The run is already going.")
     else:
-        if request.POST.get("token_budget", "").strip():
-            run.token_budget = int(request.POST["token_budget"])
+        budget = request.POST.get("token_budget", "").strip()
+        if budget:
+            if parse_int(budget) is None:
+                messages.error(request, "The token budget must be a whole number.")
+                return redirect("companions:run", pk=pk)
+            run.token_budget = parse_int(budget)
             run.save(update_fields=["token_budget"])
         queue_run(run)
         messages.success(request, "Resumed: only missing or failed responses are generated.")
@@ -126,11 +131,14 @@ def run_resume(request, pk):
 @role_required(RESEARCHER)
 def response_browser(request):
     """One scenario with all its responses side by side, filterable by run and companion."""
-    responses = filter_responses(request.GET)
+    try:
+        responses = filter_responses(request.GET)
+    except FilterError as error:
+        return HttpResponseBadRequest(str(error), content_type="text/plain; charset=utf-8")
     scenario = None
-    if request.GET.get("scenario", "").isdigit():
+    if int_param(request.GET, "scenario") is not None:
         scenario = get_object_or_404(
-            Scenario.objects.select_related("persona"), pk=request.GET["scenario"]
+            Scenario.objects.select_related("persona"), pk=int_param(request.GET, "scenario")
         )
         responses = responses.filter(scenario=scenario)
     page = None
@@ -169,9 +177,11 @@ def response_export(request):
     writer, content_type = RESPONSE_EXPORTERS.get(fmt, RESPONSE_EXPORTERS["jsonl"])
     stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
     extension = fmt if fmt in RESPONSE_EXPORTERS else "jsonl"
-    response = StreamingHttpResponse(
-        writer(filter_responses(request.GET)), content_type=content_type
-    )
+    try:
+        responses = filter_responses(request.GET)
+    except FilterError as error:
+        return HttpResponseBadRequest(str(error), content_type="text/plain; charset=utf-8")
+    response = StreamingHttpResponse(writer(responses), content_type=content_type)
     response["Content-Disposition"] = f'attachment; filename="responses-{stamp}.{extension}"'
     return response
 
