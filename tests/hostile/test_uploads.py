@@ -222,3 +222,261 @@ def test_api_accepts_a_document_at_the_limit_and_refuses_one_byte_more(api, sett
     response = api.post(url, body, content_type="application/json")
     assert response.status_code == 201, response.content[:300]
     assert CalibratedJudge.objects.get().name == "Uploaded judge"
+
+
+# ---------------------------------------------------------------- hostile content (issue 12.4)
+#
+# The uploads below go through the real form and the real job (eager Celery, the commit hooks
+# run). Nothing here asserts a time: the long-line probe's figures are in the issue's note.
+
+MIB = 1024 * 1024
+ONE_LINE_BYTES = 20 * MIB  # one line, no newline: the probe that used to take seconds
+
+
+def one_line_file(size: int) -> bytes:
+    return b'{"text": "' + b"x" * (size - 12) + b'"}'
+
+
+def run_upload(client, capture, name: str, content: bytes, filename: str | None = None) -> Job:
+    """Upload through the form; the preview job runs (eagerly) when the request commits."""
+    url_name, field, data, default_name, _ = FORMS[name]
+    upload = SimpleUploadedFile(filename or default_name, content)
+    with capture(execute=True):
+        response = client.post(reverse(url_name), {**data, field: upload})
+    assert response.status_code == 302, response.context["form"].errors
+    return Job.objects.order_by("-pk").first()
+
+
+def error_messages(job: Job) -> list[str]:
+    return [f"{e.get('field')}: {e.get('message')}" for e in job.result.get("errors", [])]
+
+
+JOB_FORMS = ["scenario import", "response import", "judge verdict import"]
+
+
+@pytest.mark.parametrize("name", JOB_FORMS)
+def test_a_20_mb_line_is_an_error_naming_the_line_limit(
+    name, researcher_client, django_capture_on_commit_callbacks, settings
+):
+    settings.MAX_LINE_BYTES = limit = 1024 * 1024  # the default
+    job = run_upload(
+        researcher_client,
+        django_capture_on_commit_callbacks,
+        name,
+        one_line_file(ONE_LINE_BYTES),
+    )
+
+    assert job.state == Job.State.FAILED, job.message
+    assert error_messages(job) == [
+        f"(line): line 1 is longer than {limit:,} bytes (MAX_LINE_BYTES)"
+    ], job.result
+    assert rows()["Scenario"] == rows()["Response"] == rows()["JudgeVerdict"] == 0
+
+
+def test_a_csv_line_over_the_limit_is_an_error_naming_it(
+    researcher_client, django_capture_on_commit_callbacks, settings
+):
+    settings.MAX_LINE_BYTES = 1000
+    content = (
+        "subtask,user_message,reference_response\n"
+        f"dialogue_emotion,hello,{'y' * 2000}\n"
+        "dialogue_emotion,hi,fine\n"
+    ).encode()
+    job = run_upload(
+        researcher_client, django_capture_on_commit_callbacks, "scenario import", content, "s.csv"
+    )
+    assert job.state == Job.State.FAILED
+    assert error_messages(job) == ["(line): line 2 is longer than 1,000 bytes (MAX_LINE_BYTES)"]
+
+
+def test_the_line_limit_counts_bytes_without_the_newline(settings):
+    """A line of exactly the limit passes; one byte more is a LongLine; the next line keeps
+    its number and its bytes (the long one is skipped, not held)."""
+    import io
+
+    from h2htalk import uploads
+
+    stream = io.BytesIO(b"a" * 10 + b"\n" + b"b" * 11 + b"\n" + b"c" * 11 + b"\nlast")
+    got = list(uploads.read_lines(stream, limit=10))
+    assert got[0] == (1, b"a" * 10 + b"\n")
+    assert isinstance(got[1][1], uploads.LongLine) and got[1][0] == 2
+    assert got[1][1].message == "line 2 is longer than 10 bytes (MAX_LINE_BYTES)"
+    assert isinstance(got[2][1], uploads.LongLine) and got[2][0] == 3
+    assert got[3] == (4, b"last")
+
+
+def zip_of(entries: dict[str, bytes]) -> bytes:
+    import io
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for path, data in entries.items():
+            archive.writestr(path, data)
+    return buffer.getvalue()
+
+
+def bomb() -> bytes:
+    """A small zip whose one entry expands 64 MiB of one repeated line (over 1,000 times)."""
+    line = b'{"response": "' + b"a" * 50 + b'"}\n'
+    return zip_of({"model-a/dialogue_base.jsonl": line * (64 * MIB // len(line))})
+
+
+def assert_refused_before_reading(job: Job, expected: str) -> None:
+    assert job.state == Job.State.FAILED, job.message
+    errors = job.result["errors"]
+    assert [e["field"] for e in errors] == ["(zip)"], errors
+    assert expected in errors[0]["message"], errors
+    # Nothing was read from the archive: no file opened, no line counted, nothing written.
+    assert job.result["files"] == job.result["lines"] == job.result["rows"] == 0
+    assert job.total == 0
+    assert rows()["Response"] == rows()["CompanionModel"] == rows()["GenerationRun"] == 0
+
+
+def test_a_zip_bomb_is_refused_by_its_compression_ratio(
+    researcher_client, django_capture_on_commit_callbacks, settings
+):
+    settings.MAX_ARCHIVE_RATIO = 200  # the default
+    content = bomb()
+    assert len(content) < MIB // 4
+    job = run_upload(
+        researcher_client,
+        django_capture_on_commit_callbacks,
+        "response import",
+        content,
+        "bomb.zip",
+    )
+    assert_refused_before_reading(job, "the limit is 200 (MAX_ARCHIVE_RATIO)")
+
+
+def test_a_zip_over_the_uncompressed_size_limit_is_refused(
+    researcher_client, django_capture_on_commit_callbacks, settings
+):
+    settings.MAX_ARCHIVE_BYTES = 10 * MIB
+    settings.MAX_ARCHIVE_RATIO = 100_000  # (so it is the total that refuses it)
+    job = run_upload(
+        researcher_client, django_capture_on_commit_callbacks, "response import", bomb(), "big.zip"
+    )
+    assert_refused_before_reading(
+        job,
+        f"the archive expands to {64 * MIB - 64 * MIB % 67:,} bytes; the limit is "
+        f"{10 * MIB:,} (MAX_ARCHIVE_BYTES)",
+    )
+
+
+def test_a_zip_with_too_many_entries_is_refused(
+    researcher_client, django_capture_on_commit_callbacks, settings
+):
+    settings.MAX_ARCHIVE_ENTRIES = 5
+    entries = {f"model-{i}/dialogue_base.jsonl": b'{"response": "hi"}\n' for i in range(6)}
+    job = run_upload(
+        researcher_client,
+        django_capture_on_commit_callbacks,
+        "response import",
+        zip_of(entries),
+        "many.zip",
+    )
+    assert_refused_before_reading(
+        job, "the archive holds 6 entries; the limit is 5 (MAX_ARCHIVE_ENTRIES)"
+    )
+
+
+def test_decompressed_bytes_are_counted_whatever_the_headers_say(settings):
+    """The running count while reading (headers can lie): over MAX_ARCHIVE_BYTES it stops."""
+    import io
+
+    from h2htalk import uploads
+
+    settings.MAX_ARCHIVE_BYTES = 100
+    budget = uploads.ArchiveBudget()
+    first = budget.wrap(io.BytesIO(b"x" * 60))
+    assert first.read() == b"x" * 60
+    second = budget.wrap(io.BytesIO(b"y\n" * 30))
+    with pytest.raises(uploads.ArchiveRefused, match=r"more than 100 bytes \(MAX_ARCHIVE_BYTES\)"):
+        list(uploads.read_lines(second))
+
+
+# ---------------------------------------------------------------- stored files are deleted
+
+
+def stored() -> list[str]:
+    return written(django_settings.MEDIA_ROOT)
+
+
+def test_a_confirmed_import_deletes_its_upload_when_the_write_job_ends(
+    researcher_client, django_capture_on_commit_callbacks
+):
+    preview = run_upload(
+        researcher_client,
+        django_capture_on_commit_callbacks,
+        "scenario import",
+        SCENARIO_LINE.encode(),
+    )
+    assert preview.state == Job.State.SUCCEEDED, preview.message
+    assert stored() == [preview.params["path"]]  # kept for the confirmation
+
+    with django_capture_on_commit_callbacks(execute=True):
+        response = researcher_client.post(reverse("scenarios:import_confirm", args=[preview.pk]))
+    job = Job.objects.get(params__dry_run=False)
+    assert response["Location"] == reverse("job_detail", args=[job.pk])
+    assert job.state == Job.State.SUCCEEDED, job.message
+    assert Scenario.objects.count() == 1
+    assert stored() == []
+    assert job.params["path"] == preview.params["path"]
+    assert "upload_deleted" in Job.objects.get(pk=job.pk).params
+
+    # Confirming again starts nothing new (the file is gone, and it was imported).
+    again = researcher_client.post(reverse("scenarios:import_confirm", args=[preview.pk]))
+    assert again["Location"] == reverse("job_detail", args=[job.pk])
+    assert Job.objects.count() == 2
+
+
+@pytest.mark.parametrize("name", JOB_FORMS)
+def test_a_failed_preview_deletes_its_upload_at_once(
+    name, researcher_client, django_capture_on_commit_callbacks
+):
+    job = run_upload(researcher_client, django_capture_on_commit_callbacks, name, b"not json\n")
+    assert job.state == Job.State.FAILED
+    assert stored() == []
+
+
+def test_retention_and_preview_expiry_are_settings(
+    researcher_client, django_capture_on_commit_callbacks, settings
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from h2htalk import uploads
+
+    settings.UPLOAD_RETENTION_SECONDS = 3600
+    failed = run_upload(
+        researcher_client, django_capture_on_commit_callbacks, "scenario import", b"not json\n"
+    )
+    assert failed.state == Job.State.FAILED
+    assert stored() == [failed.params["path"]]  # kept for an hour
+    assert uploads.purge() == []
+
+    Job.objects.filter(pk=failed.pk).update(finished_at=timezone.now() - timedelta(hours=2))
+    assert uploads.purge() == [failed.params["path"]]
+    assert stored() == []
+
+    settings.UPLOAD_RETENTION_SECONDS = 0
+    settings.UPLOAD_PREVIEW_SECONDS = 600
+    preview = run_upload(
+        researcher_client,
+        django_capture_on_commit_callbacks,
+        "scenario import",
+        SCENARIO_LINE.encode(),
+    )
+    assert preview.state == Job.State.SUCCEEDED
+    assert uploads.purge() == [] and stored() == [preview.params["path"]]
+    Job.objects.filter(pk=preview.pk).update(finished_at=timezone.now() - timedelta(seconds=601))
+    assert uploads.purge() == [preview.params["path"]]
+    assert stored() == []
+
+    response = researcher_client.post(
+        reverse("scenarios:import_confirm", args=[preview.pk]), follow=True
+    )
+    assert "upload it again" in response.content.decode()
+    assert Job.objects.filter(params__dry_run=False).count() == 0
