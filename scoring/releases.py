@@ -17,6 +17,9 @@ Freezing. A release freezes, in `Release.inputs` (schema INPUTS_SCHEMA), ids and
 - exclusions (annotator id, reason, judgments left out): the exclusion list as it was when the
   release was frozen, so excluding or bringing back an annotator makes a different fingerprint
   (releases frozen before exclusions existed have no such section);
+- judgments_on_other_text: how many judgments (of annotators not excluded) were left out
+  because they were made on an earlier text of their scenario (`judgments_on_current_text`);
+  the release counts only judgments made on the scenario text it freezes;
 - the calibrated judge (id, name, version, sha256 of its canonical document) and, when its
   features include LLM verdicts, the sha256 of those verdicts;
 - `metrics_sha256`: the sha256 of the stored reference metrics (MetricScore.values) of the
@@ -56,6 +59,7 @@ from h2htalk.models import Job
 from h2htalk.roles import ADMIN, user_roles
 from h2htalk.stats import leaderboard as stats
 from scenarios.models import CompanionModel, Response, Scenario
+from scenarios.services import last_content_change
 from scenarios.taxonomy import Dimension, Subtask, dimension_of
 
 from . import composite as paper
@@ -316,10 +320,8 @@ def freeze(
         comparison_id__in=judged_comparisons(campaign, companion_ids).values("pk")
     )
     excluded = frozen_exclusions(campaign, candidates)
-    judgments = sorted(
-        candidates.exclude(annotator_id__in=excluded["annotator"]).values_list(
-            "pk", "comparison_id", "annotator_id", "preference"
-        )
+    judgments, on_other_text = judgments_on_current_text(
+        candidates.exclude(annotator_id__in=excluded["annotator"])
     )
     counted = {comparison for _, comparison, _, _ in judgments}
     comparisons = sorted(
@@ -353,9 +355,54 @@ def freeze(
         "comparisons": _columns(comparisons, ("id", "scenario", "response_a", "response_b")),
         "judgments": _columns(judgments, ("id", "comparison", "annotator", "preference")),
         "exclusions": excluded,
+        "judgments_on_other_text": on_other_text,
         "judge": judge_entry(judge, response_ids),
         "metrics_sha256": metrics_digest(response_ids),
     }
+
+
+def judgments_on_current_text(judgments) -> tuple[list[tuple], int]:
+    """The (id, comparison, annotator, preference) rows, sorted, of the judgments made on the
+    scenario text the release freezes, and how many others it leaves out.
+
+    A judgment counts when the content hash of the text it was shown (Judgment.scenario_hash)
+    is the scenario's content hash now (the one frozen). Judgments stored before hashes were
+    recorded (empty hash) count when no revision changed the scenario's content at or after
+    their item was handed out (scenarios.services.last_content_change): the text shown then is
+    the text now. Everything else was made on an earlier text and is left out."""
+    rows = judgments.values_list(
+        "pk",
+        "comparison_id",
+        "annotator_id",
+        "preference",
+        "scenario_hash",
+        "comparison__scenario_id",
+        "comparison__scenario__content_hash",
+        "assignment__issued_at",
+    )
+    rows = list(rows.iterator(chunk_size=5000))
+    legacy = {scenario for *_, shown, scenario, _, _ in rows if not shown}
+    changed = last_content_change(legacy) if legacy else {}
+    kept, left_out = [], 0
+    for pk, comparison, annotator, preference, shown, scenario, current, issued in rows:
+        unchanged_since_issue = scenario not in changed or issued > changed[scenario]
+        on_current_text = (shown == current) if shown else unchanged_since_issue
+        if on_current_text:
+            kept.append((pk, comparison, annotator, preference))
+        else:
+            left_out += 1
+    return sorted(kept), left_out
+
+
+def other_text_note(left_out: int | None) -> str | None:
+    if not left_out:
+        return None
+    return (
+        f"{left_out} human judgment{'s' if left_out != 1 else ''} made on an earlier text of "
+        f"{'their' if left_out != 1 else 'its'} scenario (edited since) "
+        f"{'are' if left_out != 1 else 'is'} left out: the release counts only judgments made "
+        "on the scenario text it freezes."
+    )
 
 
 EXCLUSION_COLUMNS = ("annotator", "reason", "judgments")
@@ -471,6 +518,8 @@ def current_inputs(release: Release) -> dict:
     out["judgments"] = _columns(sorted(rows), ("id", "comparison", "annotator", "preference"))
     if "exclusions" in stored:  # the choice made at freezing (releases before it have none)
         out["exclusions"] = stored["exclusions"]
+    if "judgments_on_other_text" in stored:  # counted at freezing (earlier releases: absent)
+        out["judgments_on_other_text"] = stored["judgments_on_other_text"]
     if stored["judge"] is None:
         out["judge"] = None
     else:
@@ -588,6 +637,7 @@ class ReleaseData:
     reliability: dict | None = None
     notes: list[str] = field(default_factory=list)
     exclusions: dict | None = None  # exclusion_summary of the inputs (None: frozen before)
+    on_other_text: int | None = None  # judgments left out, made on an earlier scenario text
 
 
 def representatives(inputs: dict) -> pd.DataFrame:
@@ -782,8 +832,12 @@ def load_data(release: Release, progress=None) -> ReleaseData:
         n_boot=inputs["n_boot"],
         level=inputs["level"],
         exclusions=exclusion_summary(inputs),
+        on_other_text=inputs.get("judgments_on_other_text"),
     )
     note = exclusion_note(data.exclusions)
+    if note:
+        data.notes.append(note)
+    note = other_text_note(data.on_other_text)
     if note:
         data.notes.append(note)
     if release.judge_id is not None:
@@ -1103,6 +1157,8 @@ def compute_results(data: ReleaseData) -> dict:
     }
     if data.exclusions is not None:
         results["exclusions"] = data.exclusions
+    if data.on_other_text is not None:  # releases frozen before it was counted: absent
+        results["judgments_on_other_text"] = data.on_other_text
     return stats.json_safe(results)
 
 
@@ -1556,6 +1612,7 @@ def to_markdown(release: Release) -> str:
     ids = [c["id"] for c in data["companions"]]
     demo = " (demo data)" if release.is_demo and "demo data" not in release.name else ""
     excluded = exclusion_note(data.get("exclusions"))
+    other_text = other_text_note(data.get("judgments_on_other_text"))
     lines = [
         f"# {_md(release.name)}{demo}",
         "",
@@ -1568,6 +1625,7 @@ def to_markdown(release: Release) -> str:
         ),
         "",
         *([_md(excluded), ""] if excluded else []),
+        *([_md(other_text), ""] if other_text else []),
         f"| Rank | Companion | Human Elo ({level} CI) | Votes | Judge Elo ({level} CI) | "
         f"Win rate vs anchor, PPI++ ({level} CI) | Judge only, uncorrected ({level} CI) | "
         f"Humans only ({level} CI) | Composite ({level} CI) | Significantly better than |",
@@ -1595,7 +1653,7 @@ def to_markdown(release: Release) -> str:
             f"{_md(row['human_better_than']) or '—'} |"
         )
     lines += ["", "Notes:", ""]
-    lines += [f"- {_md(note)}" for note in data["notes"] if note != excluded]
+    lines += [f"- {_md(note)}" for note in data["notes"] if note not in (excluded, other_text)]
     lines.append(f"- {_md(data['composite']['note'])}")
     for scope, key, title, groups in (
         ("dimension", "by_dimension", "Per dimension", data["dimensions"]),
