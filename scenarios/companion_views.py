@@ -1,19 +1,14 @@
 """Researcher pages for companions, generation runs and their responses (model names shown)."""
 
-import uuid
-
-from django.conf import settings
 from django.contrib import messages
-from django.core.files.storage import default_storage
 from django.core.paginator import Paginator
-from django.db import transaction
 from django.db.models import Count, Q
 from django.http import HttpResponseBadRequest, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from h2htalk.models import Job
+from h2htalk import jobs, uploads
 from h2htalk.params import int_param, parse_int
 from h2htalk.roles import RESEARCHER, role_required
 
@@ -188,38 +183,25 @@ def response_export(request):
 
 @role_required(RESEARCHER)
 def response_import(request):
+    """Store the upload and start its preview job; the job page polls and shows the report."""
     form = ResponseImportForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
-        upload = form.cleaned_data["file"]
-        if upload.size > settings.MAX_UPLOAD_BYTES:
-            form.add_error(
-                "file",
-                f"The file is {upload.size:,} bytes; the limit is {settings.MAX_UPLOAD_BYTES:,}.",
-            )
-        else:
-            path = default_storage.save(f"imports/{uuid.uuid4().hex}/{upload.name}", upload)
-            params = {
-                "path": path,
-                "filename": upload.name,
-                "run_name": form.cleaned_data["run_name"],
-                "dry_run": True,
-            }
-            return redirect("job_detail", pk=_start_response_import(request.user, params).pk)
+        options = {"run_name": form.cleaned_data["run_name"]}
+        job = uploads.start_job(
+            request.user, form, "file", "response_import", run_response_import, options
+        )
+        if job is not None:
+            return redirect("job_detail", pk=job.pk)
     return render(request, "companions/response_import.html", {"form": form})
 
 
 @require_POST
 @role_required(RESEARCHER)
 def response_import_confirm(request, job_id):
-    preview = get_object_or_404(Job, pk=job_id, kind="response_import")
-    if not preview.params.get("dry_run") or preview.state != Job.State.SUCCEEDED:
-        messages.error(request, "Only a successful preview can be imported.")
+    preview = jobs.job_or_404(request.user, job_id, kind="response_import")
+    try:
+        job = uploads.confirm(preview, run_response_import, request.user)
+    except uploads.NotConfirmable as error:
+        messages.error(request, str(error))
         return redirect("job_detail", pk=preview.pk)
-    job = _start_response_import(request.user, {**preview.params, "dry_run": False})
     return redirect("job_detail", pk=job.pk)
-
-
-def _start_response_import(user, params) -> Job:
-    job = Job.objects.create(kind="response_import", created_by=user, params=params)
-    transaction.on_commit(lambda: run_response_import.delay(job.pk))
-    return job

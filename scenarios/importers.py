@@ -15,7 +15,7 @@ from pathlib import PurePath
 
 from django.db import transaction
 
-from h2htalk import csvexport
+from h2htalk import csvexport, uploads
 
 from . import validation
 from .models import Persona, Revision, Scenario, Tag
@@ -107,8 +107,12 @@ class ImportReport:
 
 
 def iter_lines(stream: io.BufferedIOBase) -> Iterator[tuple[int, str | RowError]]:
-    """Yield (line number, text) decoding each line as UTF-8; bad bytes become a RowError."""
-    for number, raw in enumerate(stream, start=1):
+    """Yield (line number, text) decoding each line as UTF-8; bad bytes and a line over
+    MAX_LINE_BYTES become a RowError (h2htalk.uploads.read_lines: linear time)."""
+    for number, raw in uploads.read_lines(stream):
+        if isinstance(raw, uploads.LongLine):
+            yield number, RowError(number, "(line)", raw.message)
+            continue
         if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
             raw = raw[3:]
         try:
@@ -126,9 +130,21 @@ def iter_lines(stream: io.BufferedIOBase) -> Iterator[tuple[int, str | RowError]
 
 def count_lines(stream) -> int:
     """Lines in a binary stream (for a progress total), leaving it rewound."""
-    lines = sum(chunk.count(b"\n") for chunk in iter(lambda: stream.read(1 << 20), b""))
-    stream.seek(0)
-    return lines
+    return uploads.count_lines(stream)
+
+
+class _CsvLineTooLong(Exception):
+    def __init__(self, line: uploads.LongLine):
+        super().__init__(line.message)
+        self.line = line
+
+
+def _csv_text_lines(stream) -> Iterator[str]:
+    """The file's lines as text for csv.reader (a quoted cell may span lines)."""
+    for number, raw in uploads.read_lines(stream):
+        if isinstance(raw, uploads.LongLine):
+            raise _CsvLineTooLong(raw)
+        yield raw.decode("utf-8-sig" if number == 1 else "utf-8")
 
 
 def detect_format(filename: str, first_bytes: bytes) -> str:
@@ -251,64 +267,65 @@ def read_sharegpt(stream, **_):
 
 
 def read_csv(stream, **_):
-    text_stream = io.TextIOWrapper(stream, encoding="utf-8-sig", newline="")
+    reader = csv.DictReader(_csv_text_lines(stream))
     try:
-        reader = csv.DictReader(text_stream)
+        header = reader.fieldnames or []
+    except UnicodeDecodeError as error:
+        yield 1, RowError(1, "(encoding)", f"not valid UTF-8 ({error.reason})")
+        return
+    except _CsvLineTooLong as error:
+        yield 1, RowError(1, "(line)", error.line.message)
+        return
+    except csv.Error as error:
+        yield 1, RowError(1, "(csv)", str(error))
+        return
+    missing = [column for column in CSV_REQUIRED_COLUMNS if column not in header]
+    if missing:
+        for column in missing:
+            yield 1, RowError(1, column, "required column is missing from the header")
+        return
+    unknown = [column for column in header if column not in NATIVE_FIELDS]
+    if unknown:
+        yield 1, RowError(1, unknown[0] or '""', "unknown column")
+        return
+    while True:
         try:
-            header = reader.fieldnames or []
+            record = next(reader)
+        except StopIteration:
+            return
         except UnicodeDecodeError as error:
-            yield 1, RowError(1, "(encoding)", f"not valid UTF-8 ({error.reason})")
+            yield (
+                reader.line_num + 1,
+                RowError(reader.line_num + 1, "(encoding)", f"not valid UTF-8 ({error.reason})"),
+            )
+            return
+        except _CsvLineTooLong as error:
+            number = error.line.number
+            yield number, RowError(number, "(line)", error.line.message)
             return
         except csv.Error as error:
-            yield 1, RowError(1, "(csv)", str(error))
+            yield reader.line_num, RowError(reader.line_num, "(csv)", str(error))
             return
-        missing = [column for column in CSV_REQUIRED_COLUMNS if column not in header]
-        if missing:
-            for column in missing:
-                yield 1, RowError(1, column, "required column is missing from the header")
-            return
-        unknown = [column for column in header if column not in NATIVE_FIELDS]
-        if unknown:
-            yield 1, RowError(1, unknown[0] or '""', "unknown column")
-            return
-        while True:
-            try:
-                record = next(reader)
-            except StopIteration:
-                return
-            except UnicodeDecodeError as error:
-                yield (
-                    reader.line_num + 1,
-                    RowError(
-                        reader.line_num + 1, "(encoding)", f"not valid UTF-8 ({error.reason})"
-                    ),
-                )
-                return
-            except csv.Error as error:
-                yield reader.line_num, RowError(reader.line_num, "(csv)", str(error))
-                return
-            number = reader.line_num
-            if None in record:
-                yield number, RowError(number, "(csv)", "more cells than header columns")
+        number = reader.line_num
+        if None in record:
+            yield number, RowError(number, "(csv)", "more cells than header columns")
+            continue
+        row, problem = {}, None
+        for column, cell in record.items():
+            if cell in (None, ""):
                 continue
-            row, problem = {}, None
-            for column, cell in record.items():
-                if cell in (None, ""):
-                    continue
-                cell = csvexport.unquote_cell(cell)  # (the export's spreadsheet-safe quote)
-                if column in CSV_JSON_COLUMNS and cell.lstrip()[:1] in "[{":
-                    try:
-                        cell = json.loads(cell)
-                    except json.JSONDecodeError as error:
-                        problem = RowError(number, column, f"malformed JSON: {error.msg}")
-                        break
-                    except (ValueError, RecursionError) as error:
-                        problem = RowError(number, column, _json_problem(error))
-                        break
-                row[column] = cell
-            yield number, problem or row
-    finally:
-        text_stream.detach()
+            cell = csvexport.unquote_cell(cell)  # (the export's spreadsheet-safe quote)
+            if column in CSV_JSON_COLUMNS and cell.lstrip()[:1] in "[{":
+                try:
+                    cell = json.loads(cell)
+                except json.JSONDecodeError as error:
+                    problem = RowError(number, column, f"malformed JSON: {error.msg}")
+                    break
+                except (ValueError, RecursionError) as error:
+                    problem = RowError(number, column, _json_problem(error))
+                    break
+            row[column] = cell
+        yield number, problem or row
 
 
 READERS: dict[str, Callable] = {

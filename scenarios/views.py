@@ -1,19 +1,15 @@
 import difflib
 import json
-import uuid
 
-from django.conf import settings
 from django.contrib import messages
-from django.core.files.storage import default_storage
 from django.core.paginator import Paginator
-from django.db import transaction
 from django.http import QueryDict, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from h2htalk.models import Job
+from h2htalk import jobs, uploads
 from h2htalk.roles import RESEARCHER, role_required
 
 from . import services
@@ -195,25 +191,18 @@ def scenario_export(request):
 
 @role_required(RESEARCHER)
 def scenario_import(request):
+    """Store the upload and start its preview job; the job page polls and shows the report."""
     form = ImportForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
-        upload = form.cleaned_data["file"]
-        if upload.size > settings.MAX_UPLOAD_BYTES:
-            form.add_error(
-                "file",
-                f"The file is {upload.size:,} bytes; the limit is {settings.MAX_UPLOAD_BYTES:,}.",
-            )
-        else:
-            path = default_storage.save(f"imports/{uuid.uuid4().hex}/{upload.name}", upload)
-            params = {
-                "path": path,
-                "filename": upload.name,
-                "format": form.cleaned_data["format"],
-                "default_subtask": form.cleaned_data["default_subtask"],
-                "initial_state": form.cleaned_data["initial_state"],
-                "dry_run": True,
-            }
-            job = _start_import(request.user, params)
+        options = {
+            "format": form.cleaned_data["format"],
+            "default_subtask": form.cleaned_data["default_subtask"],
+            "initial_state": form.cleaned_data["initial_state"],
+        }
+        job = uploads.start_job(
+            request.user, form, "file", "scenario_import", run_scenario_import, options
+        )
+        if job is not None:
             return redirect("job_detail", pk=job.pk)
     return render(request, "scenarios/import.html", {"form": form})
 
@@ -222,18 +211,13 @@ def scenario_import(request):
 @role_required(RESEARCHER)
 def scenario_import_confirm(request, job_id):
     """Write a previewed file: a new job with the same file and options, dry_run off."""
-    preview = get_object_or_404(Job, pk=job_id, kind="scenario_import")
-    if not preview.params.get("dry_run") or preview.state != Job.State.SUCCEEDED:
-        messages.error(request, "Only a successful preview can be imported.")
+    preview = jobs.job_or_404(request.user, job_id, kind="scenario_import")
+    try:
+        job = uploads.confirm(preview, run_scenario_import, request.user)
+    except uploads.NotConfirmable as error:
+        messages.error(request, str(error))
         return redirect("job_detail", pk=preview.pk)
-    job = _start_import(request.user, {**preview.params, "dry_run": False})
     return redirect("job_detail", pk=job.pk)
-
-
-def _start_import(user, params) -> Job:
-    job = Job.objects.create(kind="scenario_import", created_by=user, params=params)
-    transaction.on_commit(lambda: run_scenario_import.delay(job.pk))
-    return job
 
 
 @role_required(RESEARCHER)

@@ -1,11 +1,7 @@
 """Researcher pages for the LLM judge: configurations, runs (progress, cancel/resume, failures
 with their raw outputs), the bias report per configuration, and the verdict import."""
 
-import uuid
-
-from django.conf import settings
 from django.contrib import messages
-from django.core.files.storage import default_storage
 from django.db import transaction
 from django.db.models import Count, Q
 from django.http import StreamingHttpResponse
@@ -13,8 +9,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from h2htalk import jobs
-from h2htalk.models import Job
+from h2htalk import jobs, sweeper, uploads
 from h2htalk.roles import RESEARCHER, role_required
 
 from . import judge, judge_import, judging
@@ -191,25 +186,16 @@ def bias(request, pk):
 
 @role_required(RESEARCHER)
 def verdict_import(request):
+    """Store the upload and start its preview job; its page polls and shows the report."""
     initial = {"judge": request.GET.get("judge", "")}
     form = JudgeImportForm(request.POST or None, request.FILES or None, initial=initial)
     if request.method == "POST" and form.is_valid():
-        upload = form.cleaned_data["file"]
-        if upload.size > settings.MAX_UPLOAD_BYTES:
-            form.add_error(
-                "file",
-                f"The file is {upload.size:,} bytes; the limit is {settings.MAX_UPLOAD_BYTES:,}.",
-            )
-        else:
-            path = default_storage.save(f"imports/{uuid.uuid4().hex}/{upload.name}", upload)
-            params = {
-                "path": path,
-                "filename": upload.name,
-                "judge": form.cleaned_data["judge"].strip(),
-                "run_name": form.cleaned_data["run_name"].strip(),
-                "dry_run": True,
-            }
-            job = _start_import(request.user, params)
+        options = {
+            "judge": form.cleaned_data["judge"].strip(),
+            "run_name": form.cleaned_data["run_name"].strip(),
+        }
+        job = uploads.start_job(request.user, form, "file", IMPORT_KIND, run_judge_import, options)
+        if job is not None:
             return redirect("judges:import_job", job_id=job.pk)
     return render(request, "judges/import.html", {"form": form})
 
@@ -217,7 +203,7 @@ def verdict_import(request):
 @role_required(RESEARCHER)
 def import_job(request, job_id):
     """A verdict import's preview or result (the progress bar reloads the page when done)."""
-    job = get_object_or_404(Job, pk=job_id, kind=IMPORT_KIND)
+    job = sweeper.settle(jobs.job_or_404(request.user, job_id, kind=IMPORT_KIND))
     context = {"job": job, "progress": jobs.live_progress(job), "report": job.result}
     return render(request, "judges/import_job.html", context)
 
@@ -225,15 +211,10 @@ def import_job(request, job_id):
 @require_POST
 @role_required(RESEARCHER)
 def import_confirm(request, job_id):
-    preview = get_object_or_404(Job, pk=job_id, kind=IMPORT_KIND)
-    if not preview.params.get("dry_run") or preview.state != Job.State.SUCCEEDED:
-        messages.error(request, "Only a successful preview can be imported.")
+    preview = jobs.job_or_404(request.user, job_id, kind=IMPORT_KIND)
+    try:
+        job = uploads.confirm(preview, run_judge_import, request.user)
+    except uploads.NotConfirmable as error:
+        messages.error(request, str(error))
         return redirect("judges:import_job", job_id=preview.pk)
-    job = _start_import(request.user, {**preview.params, "dry_run": False})
     return redirect("judges:import_job", job_id=job.pk)
-
-
-def _start_import(user, params) -> Job:
-    job = Job.objects.create(kind=IMPORT_KIND, created_by=user, params=params)
-    transaction.on_commit(lambda: run_judge_import.delay(job.pk))
-    return job
