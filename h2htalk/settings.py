@@ -4,6 +4,7 @@ Embedded default: SQLite file and Celery in eager mode (no services). Production
 DATABASE_URL (PostgreSQL) and CELERY_BROKER_URL (Redis).
 """
 
+import ipaddress
 import os
 from pathlib import Path
 
@@ -94,8 +95,15 @@ DATABASES = {
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets the web process read while a job writes; a timeout instead of "database is locked".
+    # IMMEDIATE: a transaction takes the write lock when it begins, so concurrent read-then-write
+    # transactions (the database cache's add, used by the login throttle) wait for each other
+    # instead of failing at once with "database is locked" (SQLITE_BUSY_SNAPSHOT under WAL).
     DATABASES["default"].setdefault("OPTIONS", {}).update(
-        {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL;"}
+        {
+            "timeout": 20,
+            "init_command": "PRAGMA journal_mode=WAL;",
+            "transaction_mode": "IMMEDIATE",
+        }
     )
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -107,9 +115,35 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 
 LOGIN_URL = "login"
-# Failed logins (per username and per address) before a lock-out of LOGIN_LOCKOUT_SECONDS.
+# Login throttle (h2htalk.auth): every login path goes through this backend. A failed login
+# counts for LOGIN_LOCKOUT_SECONDS in three budgets: one account from one client address, one
+# address over all names, one account over all addresses. The account budget must exceed the
+# account-and-address one, so that one address can never lock an account's owner out.
+AUTHENTICATION_BACKENDS = ["h2htalk.auth.ThrottledModelBackend"]
 LOGIN_FAILURE_LIMIT = int(os.environ.get("LOGIN_FAILURE_LIMIT", "5"))
+LOGIN_ADDRESS_FAILURE_LIMIT = int(os.environ.get("LOGIN_ADDRESS_FAILURE_LIMIT", "20"))
+LOGIN_ACCOUNT_FAILURE_LIMIT = int(os.environ.get("LOGIN_ACCOUNT_FAILURE_LIMIT", "50"))
 LOGIN_LOCKOUT_SECONDS = int(os.environ.get("LOGIN_LOCKOUT_SECONDS", "900"))
+if min(LOGIN_FAILURE_LIMIT, LOGIN_ADDRESS_FAILURE_LIMIT, LOGIN_LOCKOUT_SECONDS) < 1:
+    raise ImproperlyConfigured(
+        "LOGIN_FAILURE_LIMIT, LOGIN_ADDRESS_FAILURE_LIMIT and LOGIN_LOCKOUT_SECONDS must be >= 1"
+    )
+if LOGIN_ACCOUNT_FAILURE_LIMIT <= LOGIN_FAILURE_LIMIT:
+    raise ImproperlyConfigured(
+        f"LOGIN_ACCOUNT_FAILURE_LIMIT ({LOGIN_ACCOUNT_FAILURE_LIMIT}) must be greater than "
+        f"LOGIN_FAILURE_LIMIT ({LOGIN_FAILURE_LIMIT}): otherwise failures from one address "
+        "lock the account's owner out everywhere"
+    )
+# Reverse proxies (addresses or networks) whose X-Forwarded-For names the client; without
+# them the client address is REMOTE_ADDR (behind a proxy: the proxy's, shared by everyone).
+TRUSTED_PROXIES = env_list("TRUSTED_PROXIES")
+for _proxy in TRUSTED_PROXIES:
+    try:
+        ipaddress.ip_network(_proxy, strict=False)
+    except ValueError as error:
+        raise ImproperlyConfigured(
+            f"TRUSTED_PROXIES: {_proxy!r} is not an IP address or network ({error})"
+        ) from None
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
@@ -128,21 +162,6 @@ MEDIA_URL = "media/"
 MAX_UPLOAD_BYTES = int(os.environ.get("MAX_UPLOAD_BYTES", str(200 * 1024 * 1024)))
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
-# Reading uploads (h2htalk.uploads): a longer line is an error naming this limit (bytes).
-MAX_LINE_BYTES = int(os.environ.get("MAX_LINE_BYTES", str(1024 * 1024)))
-# A .zip is refused before anything in it is read when it would expand to more than
-# MAX_ARCHIVE_BYTES, holds more than MAX_ARCHIVE_ENTRIES entries, or an entry (of 1 MiB or more)
-# expands more than MAX_ARCHIVE_RATIO times; decompression counts the bytes again anyway.
-MAX_ARCHIVE_BYTES = int(os.environ.get("MAX_ARCHIVE_BYTES", str(1024 * 1024 * 1024)))
-MAX_ARCHIVE_ENTRIES = int(os.environ.get("MAX_ARCHIVE_ENTRIES", "10000"))
-MAX_ARCHIVE_RATIO = int(os.environ.get("MAX_ARCHIVE_RATIO", "200"))
-# An uploaded file is deleted this many seconds after its job ended (0: at once); a successful
-# preview keeps it UPLOAD_PREVIEW_SECONDS for the confirmation.
-UPLOAD_RETENTION_SECONDS = int(os.environ.get("UPLOAD_RETENTION_SECONDS", "0"))
-UPLOAD_PREVIEW_SECONDS = int(os.environ.get("UPLOAD_PREVIEW_SECONDS", str(24 * 3600)))
-# An import job running longer than this is stopped and failed (Celery soft time limit; the
-# sweeper fails one whose worker was killed at the hard limit or died).
-JOB_TIME_LIMIT_SECONDS = int(os.environ.get("JOB_TIME_LIMIT_SECONDS", "3600"))
 
 # Where companion and judge endpoints may point (h2htalk/egress.py): "public" and "loopback"
 # hosts by default; link-local, cloud metadata and private addresses only when an entry (an
@@ -164,7 +183,9 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # A generation run whose worker has not beaten its heartbeat for this long is taken over.
 GENERATION_STALE_SECONDS = int(os.environ.get("GENERATION_STALE_SECONDS", "30"))
 
-# Cache carries live job progress between worker and web: Redis when there is a broker.
+# Cache carries live job progress, heartbeats, LLM concurrency slots and the login throttle
+# between every web and worker process: Redis when there is one, else a table in the database
+# (created by migration h2htalk 0003_cache_table), never per-process memory.
 REDIS_URL = os.environ.get(
     "REDIS_URL", CELERY_BROKER_URL if CELERY_BROKER_URL.startswith("redis") else ""
 )
@@ -177,7 +198,15 @@ if REDIS_URL:
         }
     }
 else:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            "LOCATION": "h2htalk_cache",  # the table of migration h2htalk 0003_cache_table
+            # Culling past MAX_ENTRIES deletes live keys (throttle slots among them): keep it
+            # far above any real load; expired rows are culled first anyway.
+            "OPTIONS": {"MAX_ENTRIES": 1_000_000},
+        }
+    }
 
 REST_FRAMEWORK = {
     # Token first: its WWW-Authenticate header makes a missing or wrong token a 401, not a 403.

@@ -4,7 +4,10 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from . import views
-from .auth import LoginView
+from .auth import AdminLoginForm, LoginView
+
+# The admin's login answers a lock-out like the site's (both go through the same throttle).
+admin.site.login_form = AdminLoginForm
 
 urlpatterns = [
     path("", views.home, name="home"),

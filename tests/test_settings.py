@@ -109,7 +109,8 @@ def test_celery_is_eager_without_a_broker():
     values = report(SECRET_KEY="x")
     assert values["eager"] is True
     assert values["broker"] == "memory://"
-    assert values["cache"].endswith("LocMemCache")
+    # Shared by every web and worker process (login throttle, heartbeats): never per-process.
+    assert values["cache"].endswith("db.DatabaseCache")
 
 
 def test_celery_uses_a_configured_broker():
