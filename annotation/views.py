@@ -44,11 +44,24 @@ def blind_names(campaign: Campaign) -> list[str]:
     return sorted((n.strip() for n in names if n and len(n.strip()) >= 2), key=len, reverse=True)
 
 
+# Scripts written without spaces between words (kana, CJK ideographs, Hangul): their characters
+# end a word, so "我是Qwen2.5-7B，" or "我是小暖呀" still hide the name.
+_NO_SPACE_SCRIPTS = (
+    "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0003ffff"
+)
+_WORD_CHAR = rf"[^\W{_NO_SPACE_SCRIPTS}]"  # a letter, digit or _ that would extend the name
+
+
 def blind_text(text: str, names: list[str]) -> str:
-    """`text` with every whole-word occurrence of these names replaced (case-insensitive)."""
+    """`text` with every whole-word occurrence of these names replaced (case-insensitive).
+
+    Whole word: not touching a letter, digit or underscore, where characters of scripts without
+    spaces (Chinese, Japanese, Korean) do not count, so a name inside Chinese text is found.
+    """
     if not text or not names:
         return text or ""
-    pattern = r"(?<!\w)(?:" + "|".join(re.escape(n) for n in names) + r")(?!\w)"
+    alternatives = "|".join(re.escape(n) for n in names)
+    pattern = rf"(?<!{_WORD_CHAR})(?:{alternatives})(?!{_WORD_CHAR})"
     return re.sub(pattern, HIDDEN_NAME, text, flags=re.IGNORECASE)
 
 

@@ -295,3 +295,22 @@ def test_the_search_would_find_an_id(world):
     world["others"][0] = world["me"]  # pretend my own key were someone else's
     with pytest.raises(AssertionError, match="leaked"):
         check(seen, world)
+
+
+@pytest.mark.parametrize(
+    "text, hidden",
+    [
+        ("Hi, I am Qwen2.5-7B.", f"Hi, I am {HIDDEN_NAME}."),
+        ("我是Qwen2.5-7B，很高兴认识你", f"我是{HIDDEN_NAME}，很高兴认识你"),
+        ("我是小暖呀", f"我是{HIDDEN_NAME}呀"),
+        ("私はqwen2.5-7bです", f"私は{HIDDEN_NAME}です"),
+        ("Nimbus-Run-5521: 저는 小暖입니다", f"{HIDDEN_NAME}: 저는 {HIDDEN_NAME}입니다"),
+        ("Qwen2.5-7Bx and xQwen2.5-7B stay", "Qwen2.5-7Bx and xQwen2.5-7B stay"),  # other words
+        ("小暖和", f"{HIDDEN_NAME}和"),
+    ],
+)
+def test_names_are_hidden_as_whole_words_also_inside_chinese_text(text, hidden):
+    """Chinese, Japanese and Korean put no spaces between words: a name touching them counts."""
+    from annotation.views import blind_text
+
+    assert blind_text(text, ["Nimbus-Run-5521", "Qwen2.5-7B", "小暖"]) == hidden
