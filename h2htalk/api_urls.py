@@ -3,6 +3,7 @@ from rest_framework import routers
 
 from annotation.api import RatingAssignmentViewSet, RatingCampaignViewSet
 from h2htalk.auth import ObtainToken
+from h2htalk.parsers import DEFAULT as DEFAULT_PARSERS
 from h2htalk.roles import IsResearcher
 from scenarios.api import PersonaViewSet, ScenarioViewSet
 from scenarios.companion_api import CompanionViewSet, GenerationRunViewSet, ResponseViewSet
@@ -31,7 +32,8 @@ router.register("rate/campaigns", RatingCampaignViewSet, basename="rate-campaign
 router.register("rate/assignments", RatingAssignmentViewSet, basename="rate-assignment")
 
 urlpatterns = [
-    path("token/", ObtainToken.as_view(), name="api_token"),
+    # DRF's token view lists its own parsers (with the plain JSON parser): ours instead.
+    path("token/", ObtainToken.as_view(parser_classes=DEFAULT_PARSERS), name="api_token"),
     path(
         "campaigns/<int:campaign_id>/agreement/",
         campaign_agreement,

@@ -10,6 +10,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from h2htalk import jobs, uploads
+from h2htalk.params import int_list, int_param
 from h2htalk.roles import RESEARCHER, role_required
 
 from . import services
@@ -30,7 +31,7 @@ def _filtered(request):
 @role_required(RESEARCHER)
 def scenario_list(request):
     filterset = _filtered(request)
-    size = int(request.GET.get("size", 50)) if request.GET.get("size", "").isdigit() else 50
+    size = int_param(request.GET, "size", 50)
     paginator = Paginator(filterset.qs, size if size in PAGE_SIZES else 50)
     page = paginator.get_page(request.GET.get("page"))
     query = request.GET.copy()
@@ -129,7 +130,7 @@ def scenario_bulk(request):
             return redirect(f"{reverse('scenarios:list')}?{query}")
         ids = filterset.qs.values_list("pk", flat=True)
     else:
-        ids = [int(pk) for pk in request.POST.getlist("ids") if pk.isdigit()]
+        ids = int_list(request.POST, "ids")
     counts = services.bulk_transition(ids, request.user, action, request.POST.get("comment", ""))
     messages.success(
         request,

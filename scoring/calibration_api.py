@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.access import managed_campaigns
+from h2htalk.params import parse_int
 from h2htalk.roles import IsResearcher
 from scenarios.models import Response as CompanionResponse
 
@@ -193,12 +194,13 @@ class CalibratedJudgeScore(APIView):
         pairs = []
         for value in request.query_params.getlist("pair"):
             parts = value.split(",")
-            if len(parts) != 2 or not all(part.strip().isdigit() for part in parts):
+            ids = [parse_int(part.strip()) for part in parts]
+            if len(ids) != 2 or None in ids:
                 return Response(
                     {"detail": f"pair must be '<id>,<id>', not {value!r}"},
                     status=status.HTTP_400_BAD_REQUEST,
                 )
-            pairs.append((int(parts[0]), int(parts[1])))
+            pairs.append((ids[0], ids[1]))
         if len(pairs) > MAX_PAIRS:
             return Response(
                 {"detail": f"at most {MAX_PAIRS} pairs"}, status=status.HTTP_400_BAD_REQUEST

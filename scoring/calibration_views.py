@@ -14,6 +14,7 @@ from django.views.decorators.http import require_POST
 
 from h2htalk import jobs
 from h2htalk.models import Job
+from h2htalk.params import int_param
 from h2htalk.roles import ADMIN, RESEARCHER, role_required, user_roles
 
 from . import calibration, metric_jobs, routing
@@ -60,8 +61,8 @@ def calibration_list(request):
 @role_required(RESEARCHER)
 def calibration_create(request):
     initial = {}
-    if request.GET.get("campaign", "").isdigit():
-        initial["campaign"] = int(request.GET["campaign"])
+    if int_param(request.GET, "campaign") is not None:
+        initial["campaign"] = int_param(request.GET, "campaign")
     form = CalibrationForm(request.POST or None, initial=initial, user=request.user)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
@@ -207,8 +208,8 @@ def calibration_import(request):
 @role_required(RESEARCHER)
 def calibration_route(request):
     initial = {"mode": routing.UNCERTAIN}
-    if request.GET.get("judge", "").isdigit():
-        initial["judge"] = int(request.GET["judge"])
+    if int_param(request.GET, "judge") is not None:
+        initial["judge"] = int_param(request.GET, "judge")
         judge = calibration.visible_judges(request.user).filter(pk=initial["judge"]).first()
         if judge and judge.campaign_id:
             initial["source"] = judge.campaign_id

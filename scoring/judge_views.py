@@ -10,6 +10,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from h2htalk import jobs, sweeper, uploads
+from h2htalk.params import int_param, parse_int
 from h2htalk.roles import RESEARCHER, role_required
 
 from . import judge, judge_import, judging
@@ -35,8 +36,8 @@ def config_list(request):
 def config_edit(request, pk=None):
     config = get_object_or_404(JudgeConfig, pk=pk) if pk else None
     initial = {}
-    if config is None and request.GET.get("copy", "").isdigit():
-        source = get_object_or_404(JudgeConfig, pk=request.GET["copy"])
+    if config is None and int_param(request.GET, "copy") is not None:
+        source = get_object_or_404(JudgeConfig, pk=int_param(request.GET, "copy"))
         initial = {
             name: getattr(source, name) for name in JudgeConfigForm._meta.fields if name != "name"
         }
@@ -62,8 +63,8 @@ def run_list(request):
         n_unparseable=Count("verdicts", filter=Q(verdicts__parse=Parse.FAILED)),
         n_errors=Count("verdicts", filter=Q(verdicts__parse=Parse.ERROR)),
     )
-    judge_id = request.GET.get("judge", "")
-    if judge_id.isdigit():
+    judge_id = int_param(request.GET, "judge")
+    if judge_id is not None:
         runs = runs.filter(judge_id=judge_id)
     return render(request, "judges/runs.html", {"runs": runs})
 
@@ -72,8 +73,8 @@ def run_list(request):
 def run_create(request):
     initial = {"name": f"judge run {timezone.now():%Y-%m-%d %H:%M}"}
     for name in ("judge", "campaign"):
-        if request.GET.get(name, "").isdigit():
-            initial[name] = int(request.GET[name])
+        if int_param(request.GET, name) is not None:
+            initial[name] = int_param(request.GET, name)
     form = JudgeRunForm(request.POST or None, initial=initial, user=request.user)
     if request.method == "POST" and form.is_valid():
         with transaction.atomic():
@@ -152,10 +153,10 @@ def run_resume(request, pk):
     else:
         budget = request.POST.get("token_budget", "").strip()
         if budget:
-            if not budget.isdigit():
+            if parse_int(budget) is None:
                 messages.error(request, "The token budget must be a whole number.")
                 return redirect("judges:run", pk=pk)
-            run.token_budget = int(budget)
+            run.token_budget = parse_int(budget)
             run.save(update_fields=["token_budget"])
         queue_judge_run(run)
         messages.success(request, "Resumed: only missing verdicts and failed requests are redone.")

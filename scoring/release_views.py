@@ -10,6 +10,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from h2htalk import jobs
+from h2htalk.params import int_param
 from h2htalk.roles import RESEARCHER, role_required
 
 from . import leaderboard_plots as plots
@@ -41,8 +42,8 @@ def release_list(request):
 @role_required(RESEARCHER)
 def release_create(request):
     initial = {"seed": 0, "n_boot": 1000}
-    if request.GET.get("campaign", "").isdigit():
-        initial["campaign"] = int(request.GET["campaign"])
+    if int_param(request.GET, "campaign") is not None:
+        initial["campaign"] = int_param(request.GET, "campaign")
     form = ReleaseForm(request.POST or None, initial=initial, user=request.user)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
