@@ -20,6 +20,7 @@ from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.db import connection, transaction
 from django.db.models import Count
+from django.urls import reverse
 from django.utils import timezone
 
 from annotation.models import Campaign, Comparison
@@ -459,3 +460,93 @@ def test_resend_queued_sends_long_waiting_jobs_again(stub_kind):
 
     assert sweeper.resend_queued() == [waiting.pk]
     assert stub_kind.sent == [waiting.pk]
+
+
+# ---------------------------------------------------------------- dead or overdue jobs end failed
+
+
+@pytest.mark.django_db
+def test_the_job_page_fails_a_job_whose_web_process_died(researcher_client, researcher):
+    """Eager mode (no worker): the job ran inside a web request whose process was killed
+    (gunicorn's timeout). Nothing sweeps in the background, so the job page settles it: failed,
+    with a message, never "running" for ever; not re-run inside the page's request."""
+    job = _running("scenario_import", started_age=jobs.stale_seconds() + 5)
+    Job.objects.filter(pk=job.pk).update(created_by=researcher)
+
+    page = researcher_client.get(reverse("job_progress", args=[job.pk]))
+
+    assert page.status_code == 200
+    job.refresh_from_db()
+    assert job.state == Job.State.FAILED and job.finished_at is not None
+    assert job.message == sweeper.lost_in_web_process_message()
+    assert job.attempts == 1  # not restarted
+    assert page["HX-Refresh"] == "true"
+
+
+@pytest.mark.django_db
+def test_the_job_page_leaves_a_beating_job_alone(researcher_client, researcher):
+    job = _running("scenario_import", beat_age=1)
+    Job.objects.filter(pk=job.pk).update(created_by=researcher)
+    researcher_client.get(reverse("job_detail", args=[job.pk]))
+    assert Job.objects.get(pk=job.pk).state == Job.State.RUNNING
+
+
+@pytest.mark.django_db
+def test_a_job_past_its_time_limit_is_failed_not_restarted(stub_kind):
+    """Killed at Celery's hard time limit (or its worker died after): re-running it would
+    only hit the limit again."""
+    stub_kind.soft_time_limit = 60
+    overdue = _running("fault_stub", beat_age=3600, started_age=60 + jobs.stale_seconds() + 5)
+    young = _running("fault_stub", beat_age=3600, started_age=30)
+
+    outcome = sweeper.sweep()
+
+    assert outcome == {"restarted": [young.pk], "failed": [overdue.pk]}
+    overdue.refresh_from_db()
+    assert overdue.state == Job.State.FAILED
+    assert overdue.message == jobs.timed_out_message(60)
+    assert "60 s (JOB_TIME_LIMIT_SECONDS)" in overdue.message
+    assert stub_kind.sent == [young.pk]
+
+
+@pytest.mark.django_db
+def test_the_soft_time_limit_ends_an_import_as_failed_with_a_message(monkeypatch):
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    from scenarios import tasks
+
+    assert run_scenario_import.soft_time_limit == jobs.time_limit_seconds()
+    assert run_scenario_import.time_limit > run_scenario_import.soft_time_limit
+
+    def too_slow(*args, **kwargs):
+        raise SoftTimeLimitExceeded()
+
+    monkeypatch.setattr(tasks, "build_plan", too_slow)
+    path = _store("slow.jsonl", scenario_rows(3))
+    job = Job.objects.create(
+        kind="scenario_import", params={"path": path, "filename": "slow.jsonl", "dry_run": True}
+    )
+    run_scenario_import.apply(args=[job.pk])
+
+    job.refresh_from_db()
+    assert job.state == Job.State.FAILED
+    assert job.message == jobs.timed_out_message()
+    assert not default_storage.exists(path)  # its upload went with it
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_an_import_over_its_time_limit_on_a_real_worker_ends_failed():
+    """JOB_TIME_LIMIT_SECONDS=1 for the worker: Celery's soft limit stops the import mid-way,
+    the job ends failed with the limit named, and nothing was written."""
+    require_postgres()
+    path = _store("limit.jsonl", scenario_rows(ROWS, prefix="limit"))
+
+    with celery_worker(env={**FAST, "JOB_TIME_LIMIT_SECONDS": "1"}):
+        job = _import_job("scenario_import", path, "limit.jsonl", run_scenario_import)
+        job, counts, _ = watch(job.pk, Scenario.objects.count, timeout=60)
+
+    assert job.state == Job.State.FAILED, job.message
+    assert job.message == jobs.timed_out_message(1)
+    assert counts == {0} and Scenario.objects.count() == 0
+    assert not default_storage.exists(path)
