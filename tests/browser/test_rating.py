@@ -5,7 +5,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from annotation.models import Assignment, Judgment
+from annotation.models import Assignment, Campaign, Judgment
 from scenarios.models import Scenario
 from tests.annotation import factories
 from tests.scenarios import factories as scenario_factories
@@ -269,3 +269,30 @@ def test_logged_out_meanwhile_goes_to_the_login_page(page, log_in, rater, campai
     page.get_by_role("button", name="Log in").click()
     expect(page).to_have_url(re.compile(rf"/rate/{campaign.pk}/$"))
     expect(page.locator("#rating-form")).to_be_visible()  # the same item, still open
+
+
+def test_a_campaign_closed_meanwhile_refuses_the_answer_and_says_so(
+    page, log_in, rater, campaign, request
+):
+    """Issue 11.4: submitting after the researcher closed the campaign stores nothing; the 409
+    answer replaces the item with the panel that says the campaign is not open."""
+    log_in(rater)
+    page.goto(f"/rate/{campaign.pk}/")
+    mark_page(page)
+    key = item_key(page)
+    Campaign.objects.filter(pk=campaign.pk).update(state=Campaign.State.CLOSED)
+    page.keyboard.press("3")
+    page.keyboard.press("Enter")
+    panel = page.locator("[data-closed]")
+    expect(panel).to_be_visible()
+    expect(panel).to_contain_text("This campaign is not open")
+    expect(panel).to_contain_text("(it is closed), so your answer was not saved.")
+    expect(page.locator("#rating-form")).to_have_count(0)
+    assert_same_document(page)  # swapped by htmx, not reloaded
+    assert not Judgment.objects.exists()
+    assert Assignment.objects.get(key=key).state == Assignment.State.OPEN
+    # The 409 is the expected answer here (the browser also logs it as a failed load).
+    problems = request.node._browser_problems
+    expected = [p for p in problems if "409" in p]
+    assert any("HTTP 409: POST" in p and f"/rate/a/{key}/submit/" in p for p in expected)
+    problems[:] = [p for p in problems if "409" not in p]
