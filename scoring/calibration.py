@@ -356,8 +356,10 @@ def judge_or_404(user, pk) -> CalibratedJudge:
 
 
 def human_agreement(judgments: pd.DataFrame, n_boot: int = 1000) -> dict:
-    """Human–human agreement on the calibration's comparisons (agreement module): α (ordinal
-    5-point, nominal A/tie/B) with 95% CIs, Fleiss' κ, percent agreement, and the agreement of
+    """Human–human agreement on the calibration's comparisons (agreement module, the same
+    `label_agreement` as the agreement report, so the same mirrored definition and the same α
+    on the same judgments): α (ordinal 5-point, nominal A/tie/B) with 95% CIs, Fleiss' κ,
+    percent agreement, and the agreement of
     an annotator's A/tie/B vote with the leave-one-out consensus of the others (mean over
     annotators, and over votes)."""
     out = {"labels": {}, "annotators": int(judgments["annotator"].nunique())}
@@ -390,8 +392,10 @@ def human_agreement(judgments: pd.DataFrame, n_boot: int = 1000) -> dict:
     out["vote_consensus_agreement"] = float(agrees.mean()) if len(agrees) else None
     out["consensus_votes"] = len(agrees)
     out["note"] = (
-        "Human–human agreement on the same comparisons: Krippendorff's α with 95% bootstrap "
-        "intervals; consensus agreement = share of an annotator's A/tie/B votes equal to the "
+        "Human–human agreement on the same comparisons, computed as on the agreement page: "
+        "Krippendorff's α with 95% bootstrap intervals, every comparison counted once as its "
+        "votes and once mirrored (A and B swapped), so it does not depend on companion ids; "
+        "consensus agreement = share of an annotator's A/tie/B votes equal to the "
         "plurality of the other annotators (at least two others, no tied plurality), comparable "
         "to the judges' accuracy with ties against the human majority."
     )
