@@ -257,6 +257,10 @@ def test_command_excludes_lists_and_clears(rated):
     assert AnnotatorExclusion.objects.get().reason == "always left"
     assert f"1 annotator(s), {n} judgment(s)" in out.getvalue()
     out = io.StringIO()
+    call_command("agreement", rated.name, "--boot", "50", stdout=out)
+    assert f"{n} judgment(s) of excluded annotators left out: clicker" in out.getvalue()
+    assert "[excluded] " in out.getvalue()
+    out = io.StringIO()
     call_command("exclude_annotators", str(rated.pk), stdout=out)  # just the list
     assert "clicker" in out.getvalue() and "always left" in out.getvalue()
     call_command("exclude_annotators", rated.name, "--clear", stdout=io.StringIO())

@@ -27,6 +27,15 @@ class Command(BaseCommand):
         else:
             data = agreement.compute_report(campaign, n_boot=options["boot"])
         self.stdout.write(f"{campaign.name}: {data['judgments']} judgments ({state})")
+        excluded = data.get("excluded") or {}
+        if excluded.get("judgments"):
+            who = "; ".join(
+                f"{row['annotator']} ({row['judgments']}: {row['reason']})"
+                for row in excluded["annotators"]
+            )
+            self.stdout.write(
+                f"{excluded['judgments']} judgment(s) of excluded annotators left out: {who}"
+            )
         self.stdout.write(data["note"])
         header = f"{'scope':<13}{'group':<26}{'label':<18}{'level':<9}{'alpha':>7}  95% CI           {'units':>6}"
         self.stdout.write("\n" + header)
@@ -44,7 +53,9 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"{row['annotator']:<20}{row['n']:>6}{_number(row['consensus_agreement'], 2):>11}"
                 f"{_number(row['gold_accuracy'], 2):>7}{_number(row['left_rate'], 2):>7}"
-                f"{_number(row['median_time_ms'], 0):>11}  {row['flag'] or ''}"
+                f"{_number(row['median_time_ms'], 0):>11}  "
+                f"{'[excluded] ' if row.get('excluded') else ''}{row['flag'] or ''}"
+                f"{' (' + row['note'] + ')' if row.get('note') else ''}"
             )
         if data["aggregation"]:
             self.stdout.write(
