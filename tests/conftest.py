@@ -27,6 +27,22 @@ def fast_password_hasher(settings):
 
 
 @pytest.fixture(autouse=True)
+def in_process_cache(settings):
+    """Without Redis the cache is the database table h2htalk_cache, shared by every process.
+    An in-process test runs inside one transaction, where the threads that write to the cache
+    (LLM concurrency slots, job heartbeats) would lock SQLite's in-memory test database, and
+    tests without the database could not touch the cache: they get per-process memory, empty
+    at the start of each test (job ids repeat across tests). The database cache is tested by
+    tests/test_login_throttle.py (in process) and tests/test_login_throttle_server.py (real
+    gunicorn workers)."""
+    if settings.CACHES["default"]["BACKEND"].endswith("DatabaseCache"):
+        from django.core.cache import cache
+
+        settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+        cache.clear()
+
+
+@pytest.fixture(autouse=True)
 def media_in_tmp(settings, tmp_path):
     """Uploads go to a per-test folder, never into the checkout."""
     settings.MEDIA_ROOT = tmp_path / "media"

@@ -16,6 +16,15 @@ ADMIN_LOGIN = "/django-admin/login/?next=/django-admin/"
 
 @pytest.fixture(autouse=True)
 def fresh_cache(db, settings):
+    # The deployment's cache: Redis when configured, else the database table (conftest gives
+    # other in-process tests per-process memory instead).
+    if not settings.REDIS_URL:
+        settings.CACHES = {
+            "default": {
+                "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+                "LOCATION": "h2htalk_cache",
+            }
+        }
     settings.LOGIN_FAILURE_LIMIT = 5
     settings.LOGIN_ADDRESS_FAILURE_LIMIT = 20
     settings.LOGIN_ACCOUNT_FAILURE_LIMIT = 50
@@ -55,6 +64,13 @@ def outcome(response) -> str:
         return "locked"
     assert "did not match" in text or "Please enter the correct" in text, text[:300]
     return "wrong"
+
+
+def test_the_throttle_runs_on_the_deployment_cache(settings):
+    from django.core.cache import caches
+
+    backend = type(caches["default"]).__name__
+    assert backend == ("RedisCache" if settings.REDIS_URL else "DatabaseCache")
 
 
 def test_login_page_locks_after_five_failures_even_with_the_right_password(client, researcher):
