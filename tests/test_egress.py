@@ -242,9 +242,16 @@ def test_models_refuse_the_metadata_url_on_the_base_url_field(dns):
 @pytest.mark.django_db
 @pytest.mark.parametrize(
     "url",
-    [METADATA_URL, "http://2852039166/", "http://[::ffff:169.254.169.254]/", "http://10.0.0.2/"],
+    [
+        METADATA_URL,
+        "http://[::ffff:169.254.169.254]/",
+        "http://[::ffff:a9fe:a9fe]/",
+        "http://10.0.0.2/",
+        "https://169.254.169.254.nip.test/",  # a name that resolves to the metadata address
+    ],
 )
 def test_api_refuses_forbidden_endpoints_for_companions_and_judges(researcher_client, dns, url):
+    dns.answers["169.254.169.254.nip.test"] = ["169.254.169.254"]
     response = researcher_client.post(
         "/api/companions/",
         {"name": "probe", "provider": "other", "base_url": url, "model_id": "m"},

@@ -61,6 +61,31 @@ def test_companion_key_is_a_variable_name_and_never_shown(researcher_client, mon
     assert "NOT SET" in researcher_client.get(reverse("companions:list")).content.decode()
 
 
+def test_companion_endpoints_in_metadata_or_private_ranges_are_refused(researcher_client):
+    """The issue-12 probe: a metadata URL was saved (201 / 302); now a base_url field error
+    naming LLM_ALLOWED_ENDPOINTS, on the page and on the API."""
+    data = {
+        "name": "probe",
+        "provider": "other",
+        "base_url": "http://169.254.169.254/latest/",
+        "model_id": "m",
+        "params": "{}",
+        "max_concurrency": 4,
+        "timeout_seconds": 30,
+    }
+    page = researcher_client.post(reverse("companions:create"), data)
+    assert page.status_code == 200
+    assert "LLM_ALLOWED_ENDPOINTS" in str(page.context["form"].errors["base_url"])
+    for url in ("http://169.254.169.254/latest/", "http://[::ffff:10.1.2.3]:8000/v1"):
+        api = researcher_client.post(
+            "/api/companions/",
+            {"name": "probe", "base_url": url, "model_id": "m"},
+            content_type="application/json",
+        )
+        assert api.status_code == 400 and "LLM_ALLOWED_ENDPOINTS" in api.json()["base_url"][0]
+    assert not CompanionModel.objects.exists()
+
+
 def test_generating_companion_needs_endpoint_and_params_cannot_override_messages(
     researcher_client,
 ):

@@ -79,6 +79,8 @@ def test_config_create_with_the_default_rubric_and_a_key_variable(researcher_cli
         ({"samples": "3"}, "temperature"),  # samples at temperature 0 repeat themselves
         ({"samples": "0"}, "samples"),
         ({"model_id": ""}, "__all__"),
+        ({"base_url": "http://169.254.169.254/latest/"}, "base_url"),  # LLM_ALLOWED_ENDPOINTS
+        ({"base_url": "http://192.168.1.20:8000/v1"}, "base_url"),
     ],
 )
 def test_config_form_refuses(researcher_client, overrides, field):
