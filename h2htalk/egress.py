@@ -27,9 +27,11 @@ Checked twice:
   follows no redirects, and uses no proxy from the environment (a proxy would resolve the
   host itself, past this check).
 
-Numeric host forms (2852039166, 0xA9FEA9FE, 0251.0376.0251.0376, 169.254.43518) are resolved
-by getaddrinfo to the address they mean; IPv4-mapped (::ffff:a.b.c.d), NAT64 (64:ff9b::/96)
-and 6to4 (2002::/16) IPv6 addresses are checked as the IPv4 address they carry.
+Numeric host forms (2852039166, 0xA9FEA9FE, 169.254.43518) are resolved by getaddrinfo to the
+address they mean (forms the client's URL parser refuses, such as 0251.0376.0251.0376, are
+refused as invalid; a host that the client's parser and urllib read differently as ambiguous);
+IPv4-mapped (::ffff:a.b.c.d), NAT64 (64:ff9b::/96) and 6to4 (2002::/16) IPv6 addresses are
+checked as the IPv4 address they carry.
 """
 
 import contextlib
@@ -191,7 +193,7 @@ def check_address(host: str, ip: IPAddress, current: Policy | None = None) -> No
         return
     if kind != "cloud metadata" and current.names_host(host):
         return
-    shown = host if host == str(ip) else f"{host} resolves to {ip}, which"
+    shown = host if _literal(host) == ip else f"{host} resolves to {ip}, which"
     article = "an" if kind[0] in "aeiou" else "a"
     raise EgressError(f"{shown} is {article} {kind} address. {_rule(current)}.")
 
@@ -214,6 +216,12 @@ def split_url(url: str) -> tuple[str, int]:
     host = (parts.hostname or "").rstrip(".")
     if not host:
         raise EgressError("The URL has no host.")
+    try:  # the client's own parser must see the same host
+        seen = httpx2.URL(url).host.lower().rstrip(".")
+    except httpx2.InvalidURL as error:
+        raise EgressError(f"The URL is not valid ({error}).") from None
+    if seen != host.lower():
+        raise EgressError(f"The URL's host is ambiguous ({host!r} or {seen!r}).")
     return host, port or (443 if parts.scheme.lower() == "https" else 80)
 
 

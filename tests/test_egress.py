@@ -7,6 +7,7 @@ fail in the test itself, so a missing check shows up as a failed assertion, not 
 import ipaddress
 import re
 import socket
+from urllib.parse import urlsplit
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured, ValidationError
@@ -106,7 +107,6 @@ def server():
         (METADATA_URL, "cloud metadata"),
         ("http://2852039166/latest/", "cloud metadata"),  # decimal
         ("http://0xA9FEA9FE/", "cloud metadata"),  # hex
-        ("http://0251.0376.0251.0376/", "cloud metadata"),  # octal
         ("http://169.254.43518/", "cloud metadata"),  # short form
         ("http://[::ffff:169.254.169.254]/", "cloud metadata"),  # IPv4-mapped IPv6
         ("http://[64:ff9b::a9fe:a9fe]/", "cloud metadata"),  # NAT64
@@ -131,6 +131,7 @@ def test_non_public_addresses_are_refused_naming_the_rule_and_the_setting(dns, u
         egress.check_endpoint(url)
     message = str(refused.value)
     assert kind in message and "LLM_ALLOWED_ENDPOINTS" in message, message
+    assert f"{urlsplit(url).hostname} " in message  # names the host as given
     assert "now: public, loopback" in message
 
 
@@ -145,6 +146,7 @@ def test_non_public_addresses_are_refused_naming_the_rule_and_the_setting(dns, u
         ("http://127.0.0.1 /v1", "whitespace"),
         ("http:///v1", "no host"),
         ("http://127.0.0.1:99999/v1", "port"),
+        ("http://0251.0376.0251.0376/", "not valid"),  # octal: the client cannot parse it
     ],
 )
 def test_ambiguous_urls_are_refused(dns, url, why):
@@ -342,6 +344,18 @@ def test_a_stored_forbidden_url_is_refused_before_any_request(dns):
     ) as err:
         llm.chat(endpoint, MESSAGES, sleep=lambda s: None)
     assert not err.value.retryable
+
+
+@pytest.mark.parametrize(
+    "url", ["http://2852039166/latest/", "http://0xA9FEA9FE/", "http://169.254.43518/"]
+)
+def test_numeric_forms_stored_anyhow_are_refused_when_connecting(dns, url):
+    """Django's URL validator happens to refuse these on save; the client refuses them too."""
+    endpoint = llm.Endpoint(base_url=url, model="m", timeout=5)
+    with pytest.raises(llm.LLMError) as refused:
+        llm.chat(endpoint, MESSAGES, sleep=lambda s: None)
+    assert "resolves to 169.254.169.254, which is a cloud metadata address" in str(refused.value)
+    assert not refused.value.retryable and refused.value.attempts == 1
 
 
 def test_dns_rebinding_is_refused_at_connect_time_and_not_retried(server, dns):
