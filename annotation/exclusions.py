@@ -67,6 +67,8 @@ def resolve(campaign: Campaign, usernames: Iterable[str]) -> list:
 
 def clean_reason(reason) -> str:
     text = " ".join(str(reason or "").split())
+    if "\x00" in text:
+        raise ExclusionError("the reason cannot contain a NUL character")
     if not text:
         raise ExclusionError("give a reason for the exclusion (it is shown with the numbers)")
     if len(text) > REASON_MAX:

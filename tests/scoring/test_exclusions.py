@@ -114,6 +114,8 @@ def test_service_refuses_unknown_annotators_and_empty_reasons(rated, researcher,
         exclusions.exclude(rated, ["clicker"], "  ", by=researcher)
     with pytest.raises(exclusions.ExclusionError, match="NUL"):
         exclusions.exclude(rated, ["click\x00er"], "x", by=researcher)
+    with pytest.raises(exclusions.ExclusionError, match="reason cannot contain a NUL"):
+        exclusions.exclude(rated, ["clicker"], "a\x00b", by=researcher)
     assert not AnnotatorExclusion.objects.exists()
 
 
@@ -152,6 +154,13 @@ def test_page_excludes_chosen_and_flagged_annotators_and_brings_them_back(resear
         action, {"action": "exclude", "annotators": ["clicker"]}, follow=True
     )
     assert "Nothing changed: give a reason" in response.content.decode()
+    for hostile in (
+        {"annotators": ["click\x00er"], "reason": "r"},
+        {"annotators": ["clicker"], "reason": "r\x00"},
+    ):
+        response = researcher_client.post(action, {"action": "exclude", **hostile}, follow=True)
+        assert response.status_code == 200 and "Nothing changed" in response.content.decode()
+    researcher_client.post(action, {"action": "clear", "annotators": ["x\x00"]})
     researcher_client.post(action, {"action": "clear"})
     assert not AnnotatorExclusion.objects.exists()
     assert "None: every judgment counts." in researcher_client.get(page).content.decode()
