@@ -425,6 +425,9 @@ def test_a_confirmed_import_deletes_its_upload_when_the_write_job_ends(
     assert job.params["path"] == preview.params["path"]
     assert "upload_deleted" in Job.objects.get(pk=job.pk).params
 
+    page = researcher_client.get(reverse("job_detail", args=[preview.pk])).content.decode()
+    assert f'href="{reverse("job_detail", args=[job.pk])}"' in page  # where the import went
+
     # Confirming again starts nothing new (the file is gone, and it was imported).
     again = researcher_client.post(reverse("scenarios:import_confirm", args=[preview.pk]))
     assert again["Location"] == reverse("job_detail", args=[job.pk])
@@ -480,3 +483,5 @@ def test_retention_and_preview_expiry_are_settings(
     )
     assert "upload it again" in response.content.decode()
     assert Job.objects.filter(params__dry_run=False).count() == 0
+    page = researcher_client.get(reverse("job_detail", args=[preview.pk])).content.decode()
+    assert 'id="upload-deleted"' in page
