@@ -312,7 +312,9 @@ def comparison_table(campaign: Campaign, judge: JudgeConfig | None = None, featu
     )
     info = {"judged_comparisons": int(judgments["comparison"].nunique()) if len(judgments) else 0}
     info["excluded_annotators"] = len(excluded)
-    info["excluded_judgments"] = regular.filter(annotator_id__in=excluded).count() if excluded else 0
+    info["excluded_judgments"] = (
+        regular.filter(annotator_id__in=excluded).count() if excluded else 0
+    )
     if judgments.empty:
         left_out = (
             f" ({info['excluded_judgments']} judgment(s) of excluded annotators left out)"

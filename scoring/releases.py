@@ -419,9 +419,9 @@ def frozen_exclusions(campaign, candidates) -> dict:
     )
     counts = defaultdict(int)
     if rows:
-        for annotator in candidates.filter(
-            annotator_id__in=[a for a, _ in rows]
-        ).values_list("annotator_id", flat=True):
+        for annotator in candidates.filter(annotator_id__in=[a for a, _ in rows]).values_list(
+            "annotator_id", flat=True
+        ):
             counts[annotator] += 1
     return _columns([(a, reason, counts[a]) for a, reason in rows], EXCLUSION_COLUMNS)
 
