@@ -202,7 +202,10 @@ def split_url(url: str) -> tuple[str, int]:
     """(host, port) of an http(s) URL; EgressError for anything ambiguous."""
     if not url or any(c.isspace() or c == "\\" or ord(c) < 32 for c in url):
         raise EgressError("The URL is empty or holds whitespace, control characters or '\\'.")
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError as error:  # "Invalid IPv6 URL"
+        raise EgressError(f"The URL is not valid ({error}).") from None
     if parts.scheme.lower() not in {"http", "https"}:
         raise EgressError(f"Only http and https endpoints are allowed, not {parts.scheme!r}.")
     if "@" in parts.netloc:
@@ -246,7 +249,10 @@ def check_url(url: str, current: Policy | None = None) -> tuple[str, int]:
 
 def resolve(host: str, port: int) -> list[str]:
     """Every address the host resolves to (raises socket.gaierror / OSError)."""
-    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except UnicodeError as error:  # not a valid IDNA name: no address
+        raise socket.gaierror(socket.EAI_NONAME, f"not a valid host name ({error})") from None
     return list(dict.fromkeys(info[4][0] for info in infos))
 
 

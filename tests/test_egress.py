@@ -147,6 +147,8 @@ def test_non_public_addresses_are_refused_naming_the_rule_and_the_setting(dns, u
         ("http:///v1", "no host"),
         ("http://127.0.0.1:99999/v1", "port"),
         ("http://0251.0376.0251.0376/", "not valid"),  # octal: the client cannot parse it
+        ("http://[/v1", "not valid"),
+        ("http://[::1/v1", "not valid"),
     ],
 )
 def test_ambiguous_urls_are_refused(dns, url, why):
@@ -170,6 +172,13 @@ def test_ambiguous_urls_are_refused(dns, url, why):
 def test_public_hosts_and_loopback_are_allowed_by_default(dns, url):
     dns.answers["api.public.test"] = ["1.1.1.1", "2606:4700:4700::1111"]
     egress.check_endpoint(url)
+
+
+def test_a_name_that_cannot_be_encoded_is_not_a_crash():
+    """IDNA refuses a 70-letter label before any lookup: no address, so nothing to refuse."""
+    egress.check_endpoint("http://" + "a" * 70 + ".com/v1")
+    with pytest.raises(socket.gaierror):
+        egress.resolve("a" * 70 + ".com", 80)
 
 
 def test_every_address_of_a_name_must_be_allowed(dns):
