@@ -162,6 +162,21 @@ MEDIA_URL = "media/"
 MAX_UPLOAD_BYTES = int(os.environ.get("MAX_UPLOAD_BYTES", str(200 * 1024 * 1024)))
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+# Reading uploads (h2htalk.uploads): a longer line is an error naming this limit (bytes).
+MAX_LINE_BYTES = int(os.environ.get("MAX_LINE_BYTES", str(1024 * 1024)))
+# A .zip is refused before anything in it is read when it would expand to more than
+# MAX_ARCHIVE_BYTES, holds more than MAX_ARCHIVE_ENTRIES entries, or an entry (of 1 MiB or more)
+# expands more than MAX_ARCHIVE_RATIO times; decompression counts the bytes again anyway.
+MAX_ARCHIVE_BYTES = int(os.environ.get("MAX_ARCHIVE_BYTES", str(1024 * 1024 * 1024)))
+MAX_ARCHIVE_ENTRIES = int(os.environ.get("MAX_ARCHIVE_ENTRIES", "10000"))
+MAX_ARCHIVE_RATIO = int(os.environ.get("MAX_ARCHIVE_RATIO", "200"))
+# An uploaded file is deleted this many seconds after its job ended (0: at once); a successful
+# preview keeps it UPLOAD_PREVIEW_SECONDS for the confirmation.
+UPLOAD_RETENTION_SECONDS = int(os.environ.get("UPLOAD_RETENTION_SECONDS", "0"))
+UPLOAD_PREVIEW_SECONDS = int(os.environ.get("UPLOAD_PREVIEW_SECONDS", str(24 * 3600)))
+# An import job running longer than this is stopped and failed (Celery soft time limit; the
+# sweeper fails one whose worker was killed at the hard limit or died).
+JOB_TIME_LIMIT_SECONDS = int(os.environ.get("JOB_TIME_LIMIT_SECONDS", "3600"))
 
 # Where companion and judge endpoints may point (h2htalk/egress.py): "public" and "loopback"
 # hosts by default; link-local, cloud metadata and private addresses only when an entry (an
