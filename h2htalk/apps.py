@@ -8,6 +8,8 @@ class CoreConfig(AppConfig):
     def ready(self):
         from django.db.models.signals import post_migrate
 
+        from . import egress
         from .roles import ensure_role_groups
 
         post_migrate.connect(ensure_role_groups, sender=self)
+        egress.policy()  # a malformed LLM_ALLOWED_ENDPOINTS stops start-up, naming the entry

@@ -5,8 +5,12 @@ No test connects anywhere but loopback: `loopback_only` makes any other connecti
 fail in the test itself, so a missing check shows up as a failed assertion, not as traffic."""
 
 import ipaddress
+import os
 import re
 import socket
+import subprocess
+import sys
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -232,6 +236,24 @@ def test_a_malformed_setting_entry_is_a_configuration_error(settings):
         ImproperlyConfigured, match=re.escape("LLM_ALLOWED_ENDPOINTS: '10.0.0.0/33 oops'")
     ):
         egress.check_endpoint("http://127.0.0.1/v1")
+
+
+def test_a_malformed_setting_stops_start_up():
+    env = {**os.environ, "SECRET_KEY": "test-only", "LLM_ALLOWED_ENDPOINTS": "public,10.0.0.0/99"}
+    started = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=settings_module_dir(),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert started.returncode != 0
+    assert "LLM_ALLOWED_ENDPOINTS: '10.0.0.0/99'" in started.stderr
+
+
+def settings_module_dir() -> str:
+    return str(Path(__file__).resolve().parent.parent)
 
 
 # ---------------------------------------------------------------- on save
