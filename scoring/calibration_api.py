@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 from annotation.access import managed_campaigns
 from h2htalk.params import parse_int
 from h2htalk.roles import IsResearcher
+from h2htalk.serializers import ErrorSerializer
 from scenarios.models import Response as CompanionResponse
 
 from . import calibration, metric_jobs, routing
@@ -82,10 +83,6 @@ class FitRequestSerializer(serializers.Serializer):
 class JobAnswerSerializer(serializers.Serializer):
     job = serializers.IntegerField()
     state = serializers.CharField()
-    detail = serializers.CharField()
-
-
-class ErrorSerializer(serializers.Serializer):
     detail = serializers.CharField()
 
 

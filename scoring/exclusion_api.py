@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from annotation import exclusions
 from annotation.access import managed_campaign_or_404
 from h2htalk.roles import IsResearcher
+from h2htalk.serializers import ErrorSerializer
 
 
 def _name():
@@ -72,10 +73,6 @@ class ExcludeSerializer(serializers.Serializer):
 
 class RemoveSerializer(serializers.Serializer):
     annotator = serializers.ListField(child=_name(), required=False, default=list, max_length=1000)
-
-
-class ErrorSerializer(serializers.Serializer):
-    detail = serializers.CharField()
 
 
 def _listing(campaign) -> dict:
