@@ -219,13 +219,19 @@ def split_url(url: str) -> tuple[str, int]:
     host = (parts.hostname or "").rstrip(".")
     if not host:
         raise EgressError("The URL has no host.")
-    try:  # the client's own parser must see the same host
-        seen = httpx2.URL(url).host.lower().rstrip(".")
+    try:  # the client's own parser must see the same host; it is the one resolved
+        seen = _client_host(url)
+        again = _client_host(f"http://[{host}]/" if ":" in host else f"http://{host}/")
     except httpx2.InvalidURL as error:
         raise EgressError(f"The URL is not valid ({error}).") from None
-    if seen != host.lower():
+    if seen != again:
         raise EgressError(f"The URL's host is ambiguous ({host!r} or {seen!r}).")
-    return host, port or (443 if parts.scheme.lower() == "https" else 80)
+    return seen, port or (443 if parts.scheme.lower() == "https" else 80)
+
+
+def _client_host(url: str) -> str:
+    """The host as the LLM client connects to it (IDNA-encoded, lower case)."""
+    return httpx2.URL(url).raw_host.decode("ascii").lower().rstrip(".")
 
 
 def _literal(host: str) -> IPAddress | None:

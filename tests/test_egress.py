@@ -171,11 +171,22 @@ def test_ambiguous_urls_are_refused(dns, url, why):
         "https://8.8.8.8/v1",  # a public literal (never connected to here)
         "https://api.public.test/v1",  # resolves (fake DNS) to public addresses only
         "https://not-resolving.test/v1",  # does not resolve now: checked when connecting
+        "http://bücher.example:8000/v1",
     ],
 )
 def test_public_hosts_and_loopback_are_allowed_by_default(dns, url):
     dns.answers["api.public.test"] = ["1.1.1.1", "2606:4700:4700::1111"]
+    dns.answers["xn--bcher-kva.example"] = ["1.1.1.1"]
     egress.check_endpoint(url)
+
+
+def test_international_names_are_resolved_as_the_client_sends_them(dns):
+    dns.answers["xn--bcher-kva.example"] = ["192.168.7.7"]
+    for url in ("http://Bücher.example:8000/v1", "http://xn--bcher-kva.example:8000/v1"):
+        with pytest.raises(
+            egress.EgressError, match=re.escape("xn--bcher-kva.example resolves to 192")
+        ):
+            egress.check_endpoint(url)
 
 
 def test_a_name_that_cannot_be_encoded_is_not_a_crash():
