@@ -189,16 +189,24 @@ def seeded(monkeypatch):
     monkeypatch.setattr(queue, "random", random.Random(12))
 
 
-def observe(assignment: Assignment) -> Seen:
-    """The item as the rating API shows it (test_what_the_attacker_sees_is_the_api_payload)."""
-    assignment = Assignment.objects.select_related(
-        "comparison__scenario__persona", "comparison__response_a", "comparison__response_b"
-    ).get(pk=assignment.pk)
-    comparison = assignment.comparison
-    a, b = comparison.response_a.text, comparison.response_b.text
-    left, right = (a, b) if assignment.left_is_a else (b, a)
-    scenario = _scenario_context(comparison.scenario)
-    return Seen(json.dumps(scenario, sort_keys=True), left, right)
+class Screen:
+    """Lays out items as the rating API shows them (scenario context, left and right text);
+    test_what_the_attacker_sees_is_the_api_payload checks that it does."""
+
+    def __init__(self, campaign: Campaign):
+        comparisons = campaign.comparisons.select_related("scenario__persona")
+        self.scenarios = {
+            c.scenario_id: json.dumps(_scenario_context(c.scenario), sort_keys=True)
+            for c in comparisons
+        }
+        responses = Response.objects.filter(run__in=campaign.runs.all())
+        self.texts = dict(responses.values_list("pk", "text"))
+
+    def __call__(self, assignment: Assignment) -> Seen:
+        comparison = assignment.comparison
+        a, b = self.texts[comparison.response_a_id], self.texts[comparison.response_b_id]
+        left, right = (a, b) if assignment.left_is_a else (b, a)
+        return Seen(self.scenarios[comparison.scenario_id], left, right)
 
 
 def play(campaign: Campaign, attacker, other, seed: int, other_items: int) -> list[Seen]:
@@ -206,6 +214,7 @@ def play(campaign: Campaign, attacker, other, seed: int, other_items: int) -> li
     takes and answers `other_items` items at random moments in between (so the attacker also
     gets items someone else started); returns what the attacker saw, in order."""
     rng = random.Random(seed)
+    screen = Screen(campaign)
     seen: list[Seen] = []
     while True:
         preference = rng.choice([-2, -1, 0, 1, 2])
@@ -217,7 +226,7 @@ def play(campaign: Campaign, attacker, other, seed: int, other_items: int) -> li
         assignment = queue.next_assignment(attacker, campaign)
         if assignment is None:
             return seen
-        seen.append(observe(assignment))
+        seen.append(screen(assignment))
         queue.submit(attacker, assignment.key, queue.Submission(preference))
 
 
@@ -247,11 +256,12 @@ def test_what_the_attacker_sees_is_the_api_payload(seeded, researcher, roles, dj
     campaign = factories.campaign(researcher, [attacker, other], n_scenarios=2, overlap=2)
     client = token_client(attacker)
     next_url = reverse("rate-campaign-next", kwargs={"pk": campaign.pk})
+    screen = Screen(campaign)
     for _ in range(campaign.comparisons.count()):
         item = client.post(next_url).json()
         assignment = Assignment.objects.get(key=item["key"])
         shown = Seen(json.dumps(item["scenario"], sort_keys=True), item["left"], item["right"])
-        assert observe(assignment) == shown
+        assert screen(assignment) == shown
         submit_url = reverse("rate-assignment-submit", kwargs={"key": item["key"]})
         client.post(submit_url, {"preference": 1}, "application/json")
     assert client.post(next_url).status_code == 204
@@ -286,7 +296,7 @@ def test_the_handout_order_does_not_link_responses_to_companions(
     keys = campaign.comparisons.values_list("shuffle_key", flat=True)
     assert len(set(keys)) == len(keys) == ITEMS  # drawn for each comparison of the bulk insert
     truth = blind_texts(campaign, seed)
-    seen = play(campaign, attacker, other, seed, other_items=40)
+    seen = play(campaign, attacker, other, seed, other_items=24)
     assert len(seen) == campaign.comparisons.count() == ITEMS
     found = attack(seen, truth, seed)
     report = ", ".join(f"{name}: {finding}" for name, finding in found.items())
