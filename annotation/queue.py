@@ -422,7 +422,9 @@ def progress_for(user, campaign: Campaign) -> AnnotatorProgress:
     return AnnotatorProgress(
         done_today=mine.filter(created_at__gte=start_of_day).count(),
         done_total=mine.count(),
-        left_for_me=regular.filter(judgment_count__lt=campaign.overlap)
+        left_for_me=regular.filter(
+            judgment_count__lt=campaign.overlap, scenario__state=Scenario.State.APPROVED
+        )
         .exclude(pk__in=seen)
         .count(),
         campaign_done=Judgment.objects.filter(

@@ -166,6 +166,15 @@ def test_closed_campaign_hands_out_nothing(campaign, raters):
         queue.next_assignment(raters[0], campaign)
 
 
+def test_progress_counts_only_what_can_be_handed_out(campaign, raters):
+    """A scenario sent back to review leaves the queue, so it leaves "left for me" too."""
+    assert queue.progress_for(raters[0], campaign).left_for_me == 12
+    scenario = campaign.comparisons.first().scenario
+    scenario.state = scenario.State.IN_REVIEW
+    scenario.save()
+    assert queue.progress_for(raters[0], campaign).left_for_me == 9
+
+
 def test_rebuild_with_random_pairing_only_pairs_new_scenarios(researcher, raters):
     from annotation.pairing import build_comparisons
     from scenarios.models import Response
