@@ -4,6 +4,7 @@ from django import forms
 from django.contrib.auth import get_user_model
 from django.http import QueryDict
 
+from h2htalk.formfields import ModelMultipleChoiceField
 from h2htalk.roles import ANNOTATOR, RESEARCHER
 from scenarios.filters import ScenarioFilter
 from scenarios.models import CompanionModel, GenerationRun, Scenario
@@ -41,12 +42,12 @@ class CampaignForm(forms.ModelForm):
         "empty = all approved scenarios.",
         widget=forms.TextInput(attrs={"class": "mono"}),
     )
-    companions = forms.ModelMultipleChoiceField(
+    companions = ModelMultipleChoiceField(
         queryset=CompanionModel.objects.order_by("name"),
         widget=forms.CheckboxSelectMultiple,
         help_text="At least two: every comparison is two of them on one scenario.",
     )
-    runs = forms.ModelMultipleChoiceField(
+    runs = ModelMultipleChoiceField(
         label="Response runs",
         queryset=GenerationRun.objects.order_by("-created_at"),
         widget=forms.CheckboxSelectMultiple,
@@ -85,13 +86,13 @@ class CampaignForm(forms.ModelForm):
     seed = forms.IntegerField(
         min_value=0, max_value=2**31 - 1, initial=0, help_text="Seed for pairing."
     )
-    members = forms.ModelMultipleChoiceField(
+    members = ModelMultipleChoiceField(
         queryset=None,
         required=False,
         widget=forms.CheckboxSelectMultiple,
         help_text="Other researchers who may see and manage this campaign.",
     )
-    annotators = forms.ModelMultipleChoiceField(
+    annotators = ModelMultipleChoiceField(
         label="Annotator pool",
         queryset=None,
         required=False,

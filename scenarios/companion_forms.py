@@ -3,6 +3,8 @@ import os
 from django import forms
 from django.http import QueryDict
 
+from h2htalk.formfields import ModelMultipleChoiceField
+
 from .filters import ScenarioFilter
 from .models import CompanionModel, GenerationRun, Scenario
 
@@ -78,7 +80,7 @@ class GenerationRunForm(forms.ModelForm):
         help_text="A filter from the scenario list (its query string); empty = all approved.",
         widget=forms.TextInput(attrs={"class": "mono"}),
     )
-    companions = forms.ModelMultipleChoiceField(
+    companions = ModelMultipleChoiceField(
         queryset=CompanionModel.objects.exclude(provider=CompanionModel.Provider.IMPORTED),
         widget=forms.CheckboxSelectMultiple,
     )

@@ -6,6 +6,7 @@ from django import forms
 
 from annotation.access import managed_campaigns
 from annotation.models import Campaign
+from h2htalk.formfields import ModelMultipleChoiceField
 from scenarios.models import CompanionModel, GenerationRun
 
 from . import judge, judging
@@ -145,13 +146,13 @@ class JudgeRunForm(forms.ModelForm):
         required=False,
         help_text="Pairwise: its comparisons, in both orders. Single: the responses it compares.",
     )
-    response_runs = forms.ModelMultipleChoiceField(
+    response_runs = ModelMultipleChoiceField(
         queryset=GenerationRun.objects.order_by("name"),
         required=False,
         widget=forms.CheckboxSelectMultiple,
         help_text="Single mode: grade the successful responses of these runs.",
     )
-    companions = forms.ModelMultipleChoiceField(
+    companions = ModelMultipleChoiceField(
         queryset=CompanionModel.objects.order_by("name"),
         required=False,
         widget=forms.CheckboxSelectMultiple,

@@ -3,6 +3,7 @@
 from django import forms
 
 from annotation.access import managed_campaigns
+from h2htalk.formfields import ModelMultipleChoiceField
 from scenarios.models import CompanionModel
 
 from . import releases
@@ -17,7 +18,7 @@ class ReleaseForm(forms.Form):
     campaign = forms.ModelChoiceField(
         queryset=None, help_text="Human judgments and the responses' runs come from here."
     )
-    companions = forms.ModelMultipleChoiceField(
+    companions = ModelMultipleChoiceField(
         queryset=CompanionModel.objects.all(),
         required=False,
         help_text="Companions to rank (at least two of the campaign's); none chosen: all of "

@@ -152,3 +152,24 @@ def test_an_upload_with_a_very_long_name_is_stored(admin_client, url_name, field
     upload = SimpleUploadedFile(name, b"\n")
     response = admin_client.post(reverse(url_name), {**fields, "file": upload})
     assert response.status_code == 302, response.status_code
+
+
+# Found by the page fuzzer (test_page_fuzz.py): a 20-digit id in a multiple-choice field was
+# looked up with `pk__in`, and SQLite raised OverflowError.
+@pytest.mark.parametrize(
+    "url_name, field",
+    [
+        ("campaigns:create", "companions"),
+        ("campaigns:create", "runs"),
+        ("campaigns:create", "annotators"),
+        ("campaigns:create", "members"),
+        ("companions:run_create", "companions"),
+        ("judges:run_create", "companions"),
+        ("judges:run_create", "response_runs"),
+        ("releases:create", "companions"),
+    ],
+)
+def test_an_id_past_the_database_integers_is_an_invalid_choice(admin_client, url_name, field):
+    response = admin_client.post(reverse(url_name), {field: [HUGE, "1"]})
+    assert response.status_code == 200, response.status_code
+    assert f"“{HUGE}” is not a valid value." in str(response.context["form"].errors[field])
