@@ -56,6 +56,7 @@ from annotation.access import managed_campaigns
 from annotation.models import AnnotatorExclusion, Comparison, Judgment
 from h2htalk import csvexport, jobs
 from h2htalk.models import Job
+from h2htalk.params import parse_int
 from h2htalk.roles import ADMIN, user_roles
 from h2htalk.stats import leaderboard as stats
 from scenarios.models import CompanionModel, Response, Scenario
@@ -1719,8 +1720,8 @@ def write_files(release: Release, directory: Path) -> list[Path]:
 def find_release(identifier: str) -> Release:
     """A release by id or exact name (for the management command)."""
     query = Q(name=identifier)
-    if str(identifier).isdigit():
-        query |= Q(pk=int(identifier))
+    if parse_int(str(identifier)) is not None:
+        query |= Q(pk=parse_int(str(identifier)))
     release = Release.objects.select_related("campaign", "anchor", "judge").filter(query).first()
     if release is None:
         raise ReleaseError(f"no release {identifier!r} (give its id or exact name)")

@@ -173,3 +173,21 @@ def test_an_id_past_the_database_integers_is_an_invalid_choice(admin_client, url
     response = admin_client.post(reverse(url_name), {field: [HUGE, "1"]})
     assert response.status_code == 200, response.status_code
     assert f"“{HUGE}” is not a valid value." in str(response.context["form"].errors[field])
+
+
+@pytest.mark.parametrize(
+    "command, arguments",
+    [
+        ("agreement", [SUPERSCRIPT]),
+        ("exclude_annotators", [SUPERSCRIPT, "someone", "--reason", "r"]),
+        ("compute_metrics", ["--campaign", SUPERSCRIPT]),
+        ("compute_metrics", ["--run", SUPERSCRIPT]),
+        ("export_judge_weights", [SUPERSCRIPT]),
+        ("benchmark_report", [SUPERSCRIPT]),
+    ],
+)
+def test_commands_take_an_id_that_is_not_a_number_as_a_name(db, command, arguments):
+    from django.core.management import CommandError, call_command
+
+    with pytest.raises(CommandError, match="²"):
+        call_command(command, *arguments)

@@ -2,6 +2,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation import exclusions
 from annotation.models import Campaign
+from h2htalk.params import parse_int
 
 
 class Command(BaseCommand):
@@ -29,7 +30,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         key = options["campaign"]
-        campaign = Campaign.objects.filter(pk=int(key)).first() if key.isdigit() else None
+        campaign = Campaign.objects.filter(pk=parse_int(key)).first() if parse_int(key) else None
         campaign = campaign or Campaign.objects.filter(name=key).first()
         if campaign is None:
             raise CommandError(f"no campaign with id or name {key!r}")

@@ -3,6 +3,7 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Campaign
+from h2htalk.params import parse_int
 from scenarios.models import GenerationRun, Response
 from scoring import metric_jobs
 from scoring.composite import EMBEDDING_BACKENDS
@@ -31,7 +32,9 @@ class Command(BaseCommand):
         responses = Response.objects.all()
         if options["campaign"]:
             key = options["campaign"]
-            campaign = Campaign.objects.filter(pk=int(key)).first() if key.isdigit() else None
+            campaign = (
+                Campaign.objects.filter(pk=parse_int(key)).first() if parse_int(key) else None
+            )
             campaign = campaign or Campaign.objects.filter(name=key).first()
             if campaign is None:
                 raise CommandError(f"no campaign with id or name {key!r}")
@@ -39,8 +42,8 @@ class Command(BaseCommand):
         elif options["run"]:
             key = options["run"]
             run = GenerationRun.objects.filter(name=key).first()
-            if run is None and key.isdigit():
-                run = GenerationRun.objects.filter(pk=int(key)).first()
+            if run is None and parse_int(key) is not None:
+                run = GenerationRun.objects.filter(pk=parse_int(key)).first()
             if run is None:
                 raise CommandError(f"no run with name or id {key!r}")
             responses = Response.objects.filter(run=run)

@@ -2,6 +2,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from h2htalk.params import parse_int
 from scoring import calibration
 from scoring.models import CalibratedJudge
 
@@ -23,8 +24,8 @@ class Command(BaseCommand):
         if options["judge_version"]:
             judges = judges.filter(version=options["judge_version"])
         judge = judges.order_by("-version").first()
-        if judge is None and key.isdigit() and not options["judge_version"]:
-            judge = CalibratedJudge.objects.filter(pk=int(key)).first()
+        if judge is None and parse_int(key) is not None and not options["judge_version"]:
+            judge = CalibratedJudge.objects.filter(pk=parse_int(key)).first()
         if judge is None:
             raise CommandError(f"no calibrated judge {key!r}")
         text = calibration.export_json(judge)
