@@ -26,3 +26,10 @@ def int_param(params, name: str, default=None):
 def int_list(params, name: str) -> list[int]:
     """Every value of the repeated parameter `name` that is a whole number (others dropped)."""
     return [number for number in map(parse_int, params.getlist(name)) if number is not None]
+
+
+def by_id_or_name(queryset, key: str):
+    """The object whose id (ASCII digits) or else whose name is `key`, or None."""
+    number = parse_int(key)
+    found = queryset.filter(pk=number).first() if number is not None else None
+    return found or queryset.filter(name=key).first()

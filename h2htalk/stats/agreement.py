@@ -353,13 +353,17 @@ def alpha_with_ci(
         weights = rng.multinomial(n_units, frequency / n_units, size=size)
         draws.append(coincidence_alpha(patterns, domain, level, weights))
         done += size
-    values = np.concatenate(draws)
-    tail = (1 - ci) / 2
+    low, high = percentile_interval(np.concatenate(draws), ci)
+    return AlphaResult(point, low, high, level, ci, n_units, n_pairable, n_boot)
+
+
+def percentile_interval(values: np.ndarray, ci: float) -> tuple[float, float]:
+    """The central `ci` share of bootstrap draws (NaN draws ignored; NaN when all are)."""
     if np.isnan(values).all():
-        low = high = np.nan
-    else:
-        low, high = np.nanquantile(values, [tail, 1 - tail])
-    return AlphaResult(point, float(low), float(high), level, ci, n_units, n_pairable, n_boot)
+        return float("nan"), float("nan")
+    tail = (1 - ci) / 2
+    low, high = np.nanquantile(values, [tail, 1 - tail])
+    return float(low), float(high)
 
 
 # Other agreement coefficients
@@ -543,13 +547,8 @@ def paired_alpha_with_ci(
         weights = rng.multinomial(n_units, frequency / n_units, size=step)
         draws.append(coincidence_alpha(units, domain, level, np.hstack([weights, weights])))
         done += step
-    values = np.concatenate(draws)
-    tail = (1 - ci) / 2
-    if np.isnan(values).all():
-        low = high = np.nan
-    else:
-        low, high = np.nanquantile(values, [tail, 1 - tail])
-    return AlphaResult(point, float(low), float(high), level, ci, n_units, n_pairable, n_boot)
+    low, high = percentile_interval(np.concatenate(draws), ci)
+    return AlphaResult(point, low, high, level, ci, n_units, n_pairable, n_boot)
 
 
 def pair_kappa(x, y, weights: str | None = None) -> float:

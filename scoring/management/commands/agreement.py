@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Campaign
-from h2htalk.params import parse_int
+from h2htalk.params import by_id_or_name
 from scoring import agreement
 
 
@@ -18,8 +18,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         key = options["campaign"]
-        campaign = Campaign.objects.filter(pk=parse_int(key)).first() if parse_int(key) else None
-        campaign = campaign or Campaign.objects.filter(name=key).first()
+        campaign = by_id_or_name(Campaign.objects.all(), key)
         if campaign is None:
             raise CommandError(f"no campaign with id or name {key!r}")
         state = agreement.fingerprint(campaign)

@@ -3,7 +3,7 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Campaign
-from h2htalk.params import parse_int
+from h2htalk.params import by_id_or_name, parse_int
 from scenarios.models import GenerationRun, Response
 from scoring import metric_jobs
 from scoring.composite import EMBEDDING_BACKENDS
@@ -32,10 +32,7 @@ class Command(BaseCommand):
         responses = Response.objects.all()
         if options["campaign"]:
             key = options["campaign"]
-            campaign = (
-                Campaign.objects.filter(pk=parse_int(key)).first() if parse_int(key) else None
-            )
-            campaign = campaign or Campaign.objects.filter(name=key).first()
+            campaign = by_id_or_name(Campaign.objects.all(), key)
             if campaign is None:
                 raise CommandError(f"no campaign with id or name {key!r}")
             responses = metric_jobs.campaign_responses(campaign)
