@@ -9,7 +9,7 @@ import os
 import numpy as np
 
 from bench._common import log
-from h2htalk.stats.active_sampling import simulate_design
+from tests.simulators import simulate_design
 
 SEEDS = int(os.environ.get("BENCH_ADAPTIVE_SEEDS", "20"))
 SETTINGS = {

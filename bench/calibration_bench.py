@@ -29,8 +29,11 @@ FEATURES = ["metric_1", "metric_2", "rubric", "log_length"]
 
 def stats_only() -> list[dict]:
     from h2htalk.stats import calibration as cal
+    from tests import simulators
 
-    frame, weights = cal.simulate(n_comparisons=N_STATS, judge="single", seed=SEED)
+    frame, weights = simulators.simulate_comparisons(
+        n_comparisons=N_STATS, judge="single", seed=SEED
+    )
     log(f"simulated {len(frame):,} comparisons, {int(frame['n_votes'].sum()):,} votes")
     seconds_cv, result = timed(cal.cross_validate, frame, FEATURES, folds=5)
     seconds_final, (model, _) = timed(

@@ -94,10 +94,11 @@ def measured(benchmark: str, fn, rows: int, notes: str = ""):
 
 def bt_rows() -> list[dict]:
     from h2htalk.stats import leaderboard as lb
+    from tests import simulators
 
     rng = np.random.default_rng(20250612)
     truth = rng.normal(0, 0.6, COMPANIONS)
-    a, b, outcome = lb.simulate_ties_exact(truth, BT_COMPARISONS, rng)
+    a, b, outcome = simulators.simulate_ties_exact(truth, BT_COMPARISONS, rng)
     row, strengths = measured(
         f"Bradley–Terry: {COMPANIONS} companions, {BT_COMPARISONS:,} comparisons, "
         f"{DRAWS} bootstrap draws",

@@ -8,7 +8,10 @@ class CoreConfig(AppConfig):
     def ready(self):
         from django.db.models.signals import post_migrate
 
-        from . import egress
+        from . import (
+            celery,  # noqa: F401  the app @shared_task binds to (see h2htalk/__init__)
+            egress,
+        )
         from .roles import ensure_role_groups
 
         post_migrate.connect(ensure_role_groups, sender=self)

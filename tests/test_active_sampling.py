@@ -3,6 +3,7 @@
 import numpy as np
 
 from h2htalk.stats import active_sampling as active
+from tests import simulators
 
 
 def test_clear_pairs_get_no_votes_and_close_ones_get_them():
@@ -22,7 +23,7 @@ def test_unseen_pairs_are_maximally_uncertain():
 
 def test_adaptive_needs_fewer_votes_to_separate_the_models_and_is_as_right():
     truth = [0.0, 0.35, 0.7, 1.05, 1.4, 2.5]
-    random_runs = [active.simulate_design("random", truth, seed) for seed in range(8)]
-    adaptive_runs = [active.simulate_design("adaptive", truth, seed) for seed in range(8)]
+    random_runs = [simulators.simulate_design("random", truth, seed) for seed in range(8)]
+    adaptive_runs = [simulators.simulate_design("adaptive", truth, seed) for seed in range(8)]
     assert np.median([v for v, _ in adaptive_runs]) < 0.8 * np.median([v for v, _ in random_runs])
     assert sum(ok for _, ok in adaptive_runs) >= sum(ok for _, ok in random_runs) - 1

@@ -10,6 +10,7 @@ from scipy.special import expit
 from sklearn.linear_model import LogisticRegression
 
 from h2htalk.stats import calibration as cal
+from tests import simulators
 
 SINGLE_FEATURES = ["metric_1", "metric_2", "rubric", "log_length"]
 PAIRWISE_FEATURES = ["metric_1", "metric_2", "log_length", "judge_win_share"]
@@ -120,13 +121,13 @@ def test_rank_correlations_and_bradley_terry_from_probabilities():
 
 @pytest.fixture(scope="module")
 def single():
-    frame, weights = cal.simulate(n_comparisons=3000, judge="single", seed=11)
+    frame, weights = simulators.simulate_comparisons(n_comparisons=3000, judge="single", seed=11)
     return frame, weights, cal.cross_validate(frame, SINGLE_FEATURES, folds=5, seed=1)
 
 
 @pytest.fixture(scope="module")
 def pairwise():
-    frame, weights = cal.simulate(
+    frame, weights = simulators.simulate_comparisons(
         n_comparisons=3000,
         judge="pairwise",
         seed=12,
@@ -207,7 +208,7 @@ def test_no_scenario_is_in_both_train_and_test_in_any_split(monkeypatch):
             yield train, test
 
     monkeypatch.setattr(cal, "group_splits", recording)
-    frame, _ = cal.simulate(n_comparisons=600, judge="single", seed=5)
+    frame, _ = simulators.simulate_comparisons(n_comparisons=600, judge="single", seed=5)
     cal.cross_validate(frame, SINGLE_FEATURES, folds=5, inner_folds=3)
     assert len(seen) == 5 + 5 * 3 + 0  # outer folds, and inner folds inside each
     for train, test in seen:

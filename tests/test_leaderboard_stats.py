@@ -13,13 +13,14 @@ from scipy.stats import spearmanr
 
 from h2htalk.stats import bradley_terry as bt
 from h2htalk.stats import leaderboard as lb
+from tests import simulators
 
 
 def test_bradley_terry_recovers_known_strengths_at_realistic_vote_counts():
     """12 companions, 4,000 votes (about 670 per companion, 60 per pair): Spearman ≥ 0.95."""
     rng = np.random.default_rng(11)
     truth = np.linspace(-1.2, 1.2, 12) + rng.normal(0, 0.05, 12)
-    a, b, outcome = lb.simulate_ties_exact(truth, 4_000, rng)
+    a, b, outcome = simulators.simulate_ties_exact(truth, 4_000, rng)
     strengths = lb.vote_strengths(a, b, outcome, 12, n_boot=200, seed=1)
     assert spearmanr(strengths.elo, truth).statistic >= 0.95
     assert (strengths.low <= strengths.elo).all() and (strengths.elo <= strengths.high).all()
@@ -35,7 +36,7 @@ def test_vote_intervals_cover_the_truth_about_95_percent():
     covered = total = 0
     for seed in range(100):
         rng = np.random.default_rng(1_000 + seed)
-        a, b, outcome = lb.simulate_ties_exact(truth, 1_200, rng)
+        a, b, outcome = simulators.simulate_ties_exact(truth, 1_200, rng)
         strengths = lb.vote_strengths(a, b, outcome, 4, n_boot=200, seed=seed)
         inside = (strengths.low <= truth_elo) & (truth_elo <= strengths.high)
         covered += int(inside.sum())
@@ -97,7 +98,7 @@ def test_ranks_count_significantly_better_models_and_match_the_matrix():
 
 def test_vote_strengths_report_the_level_and_are_reproducible():
     rng = np.random.default_rng(9)
-    a, b, outcome = lb.simulate_votes(np.array([0.0, 0.5, 1.0]), 600, rng)
+    a, b, outcome = simulators.simulate_votes(np.array([0.0, 0.5, 1.0]), 600, rng)
     first = lb.vote_strengths(a, b, outcome, 3, n_boot=100, level=0.9, seed=7).as_dict()
     second = lb.vote_strengths(a, b, outcome, 3, n_boot=100, level=0.9, seed=7).as_dict()
     assert json.dumps(first) == json.dumps(second)
@@ -181,7 +182,7 @@ def test_batched_bootstrap_equals_bradley_terry_bootstrap(models, votes):
     (bradley_terry.fit stops at a relative likelihood change of 1e-10; fit_batch iterates until
     every step is below 1e-10, including draws where a model won everything)."""
     rng = np.random.default_rng(models)
-    a, b, outcome = lb.simulate_votes(rng.normal(0, 0.8, models), votes, rng)
+    a, b, outcome = simulators.simulate_votes(rng.normal(0, 0.8, models), votes, rng)
     mine = lb.vote_strengths(a, b, outcome, models, n_boot=200, seed=5)
     reference = bt.bootstrap(bt.aggregate(a, b, outcome, models), n_boot=200, seed=5)
     assert np.allclose(mine.elo, reference.elo)

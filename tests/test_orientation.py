@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from h2htalk.stats import agreement as ag
 from h2htalk.stats import calibration as cal
 from scoring import calibration as calibration_report
+from tests import simulators
 
 ANNOTATORS = ["ann", "bo", "cy", "dee", "contrarian"]
 RATING = "empathy"
@@ -258,7 +259,9 @@ def heldout_figures(result: cal.CVResult, companion_ids=None) -> dict:
 
 @pytest.mark.parametrize("companion_ids", [[3, 2, 1, 0], [1, 3, 0, 2]])
 def test_heldout_judge_metrics_do_not_depend_on_companion_ids(companion_ids):
-    frame, _ = cal.simulate(n_comparisons=240, n_companions=4, strength_by_id=True, seed=5)
+    frame, _ = simulators.simulate_comparisons(
+        n_comparisons=240, n_companions=4, strength_by_id=True, seed=5
+    )
     before = cal.cross_validate(frame, FEATURES, folds=4)
     after = cal.cross_validate(renumber_comparisons(frame, companion_ids), FEATURES, folds=4)
     left, right = heldout_figures(before), heldout_figures(after, companion_ids)
@@ -276,7 +279,7 @@ def test_a_good_judge_keeps_its_kappa_when_id_order_follows_strength():
     """Lower ids are the stronger companions, so the human majority is A in most comparisons:
     with A fixed to the lower id, κ of a judge that is right 95% of the time is near 0
     (both marginals are nearly all A); mirrored, κ says what the accuracy says."""
-    frame, _ = cal.simulate(
+    frame, _ = simulators.simulate_comparisons(
         n_comparisons=600, n_companions=4, strength_by_id=True, quality_spread=3.0, seed=3
     )
     assert (frame["majority"] == -1).mean() > 0.9

@@ -54,7 +54,7 @@ class WorkerProcess:
                 "-m",
                 "celery",
                 "-A",
-                "h2htalk",
+                "h2htalk.celery",
                 "worker",
                 "-Q",
                 self.queue,

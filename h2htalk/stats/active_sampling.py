@@ -39,29 +39,3 @@ def allocate(wins: np.ndarray, budget: int, rng: np.random.Generator, **kwargs):
 
 def all_separated(wins: np.ndarray, separated_at: float = 0.025) -> bool:
     return not pair_weights(wins, separated_at).any()
-
-
-def simulate_design(design: str, truth, seed: int, batch: int = 20, limit: int = 50_000):
-    """Votes a design needs until every pair is separated, with votes drawn from known
-    Bradley–Terry strengths `truth`; returns (votes, fitted order correct?). For benchmarks and
-    tests: `design` is "random" (uniform over pairs, like a fixed random campaign) or
-    "adaptive"."""
-    rng = np.random.default_rng(seed)
-    truth = np.asarray(truth, float)
-    n = len(truth)
-    wins = np.zeros((n, n))
-    pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
-    votes = 0
-    while votes < limit and not all_separated(wins):
-        if design == "adaptive":
-            chosen = allocate(wins, batch, rng)
-        else:
-            chosen = [pairs[k] for k in rng.integers(0, len(pairs), batch)]
-        for i, j in chosen:
-            if rng.random() < 1 / (1 + np.exp(-(truth[i] - truth[j]))):
-                wins[i, j] += 1
-            else:
-                wins[j, i] += 1
-        votes += len(chosen)
-    fitted = bt.fit(wins)
-    return votes, bool((np.argsort(fitted) == np.argsort(truth)).all())

@@ -388,37 +388,6 @@ def mean_interval(values, level: float = LEVEL) -> dict:
     )
 
 
-# ---------------------------------------------------------------- simulation
-
-
-def simulate_votes(strengths, n: int, rng: np.random.Generator, tie_rate: float = 0.1):
-    """n votes between random pairs: P(a beats b) = σ(s_a − s_b), a share `tie_rate` ties
-    (drawn independently of the pair, so E[outcome] is not exactly σ; use tie_rate=0 for an
-    exact BT truth)."""
-    strengths = np.asarray(strengths, dtype=float)
-    m = len(strengths)
-    a = rng.integers(0, m, n)
-    b = (a + rng.integers(1, m, n)) % m
-    p = 1 / (1 + np.exp(-(strengths[a] - strengths[b])))
-    outcome = (rng.random(n) < p).astype(float)
-    outcome[rng.random(n) < tie_rate] = 0.5
-    return a, b, outcome
-
-
-def simulate_ties_exact(strengths, n: int, rng: np.random.Generator, tie_share: float = 0.2):
-    """Votes with ties whose expectation is exactly σ(s_a − s_b): P(tie) = tie_share·4p(1 − p),
-    P(a) = p − P(tie)/2."""
-    strengths = np.asarray(strengths, dtype=float)
-    m = len(strengths)
-    a = rng.integers(0, m, n)
-    b = (a + rng.integers(1, m, n)) % m
-    p = 1 / (1 + np.exp(-(strengths[a] - strengths[b])))
-    p_tie = tie_share * 4 * p * (1 - p)
-    u = rng.random(n)
-    outcome = np.where(u < p - p_tie / 2, 1.0, np.where(u < p + p_tie / 2, 0.5, 0.0))
-    return a, b, outcome
-
-
 # ---------------------------------------------------------------- JSON
 
 

@@ -16,11 +16,11 @@ from scipy.special import expit
 
 from annotation.models import Assignment, Campaign, Comparison, Judgment
 from annotation.pairing import build_comparisons
-from h2htalk.stats import calibration as stats
 from scenarios.models import GenerationRun, Response
 from scoring import calibration
 from scoring import composite as paper
 from scoring.models import CalibratedJudge, JudgeConfig, JudgeRun, JudgeVerdict, MetricScore
+from tests import simulators
 from tests.annotation import factories as campaign_factories
 from tests.scenarios import factories
 
@@ -220,7 +220,7 @@ def vote(campaign, raters, rng, judge=None, run=None, votes=3, judged_share=1.0)
 def stored_judge(campaign=None, user=None, name="simulated judge") -> CalibratedJudge:
     """A CalibratedJudge fitted on simulated comparisons (features rouge1, rouge2,
     log_length; raw judge and composite present), stored as the next version of `name`."""
-    frame, _ = stats.simulate(
+    frame, _ = simulators.simulate_comparisons(
         n_comparisons=300,
         n_companions=3,
         seed=3,
