@@ -68,10 +68,6 @@ def blind_text(text: str, names: list[str]) -> str:
 # ---------------------------------------------------------------- page pieces
 
 
-def _is_htmx(request) -> bool:
-    return request.headers.get("HX-Request") == "true"
-
-
 def _campaign_context(user, campaign: Campaign, names: list[str]) -> dict:
     progress = queue.progress_for(user, campaign)
     return {
@@ -217,14 +213,14 @@ def _full_page(request, campaign: Campaign, names: list[str], item: dict):
 def _answer_invalid(request, campaign, names, assignment, **item_kwargs):
     """The same item again with what was entered and why it was refused."""
     item = _item_context(assignment, names, **item_kwargs)
-    if _is_htmx(request):
+    if request.htmx:
         return _swap(request, campaign, names, item)
     return _full_page(request, campaign, names, item)
 
 
 def _answer_next(request, campaign, names, *, notice="", error=""):
     """After a submit or skip: the next item (htmx), or back to the rating page."""
-    if _is_htmx(request):
+    if request.htmx:
         item = _next_item_context(request.user, campaign, names, notice=notice, error=error)
         if notice and not item["item"].get("key"):  # nothing follows: no "here is the next one"
             item["item"]["notice"] = notice.split(".")[0] + "."
@@ -240,7 +236,7 @@ def _answer_not_open(request, campaign, names, message: str):
     """Submit or skip on a campaign that is not open: 409, nothing stored, and the page says
     the campaign is not open (htmx: the item is replaced by that panel)."""
     item = _item_context(None, names, closed=message)
-    if _is_htmx(request):
+    if request.htmx:
         response = _swap(request, campaign, names, item)
     else:
         response = _full_page(request, campaign, names, item)

@@ -63,6 +63,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",  # request.htmx
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "h2htalk.middleware.DatabaseUnavailableMiddleware",
 ]

@@ -42,7 +42,7 @@ def scenario_list(request):
         "query": query.urlencode(),
         "bulk_actions": services.ACTION_LABELS,
     }
-    partial = request.headers.get("HX-Request") and request.headers.get("HX-Target") == "results"
+    partial = request.htmx and request.htmx.target == "results"
     template = "scenarios/_table.html" if partial else "scenarios/list.html"
     return render(request, template, context)
 
