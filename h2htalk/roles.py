@@ -6,7 +6,6 @@ groups has both roles.
 
 from functools import wraps
 
-from django.contrib.auth.mixins import AccessMixin
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from rest_framework.permissions import BasePermission
@@ -58,17 +57,6 @@ def role_required(*roles: str):
     return decorator
 
 
-class RoleRequiredMixin(AccessMixin):
-    required_roles: tuple[str, ...] = ()
-
-    def dispatch(self, request, *args, **kwargs):
-        if not request.user.is_authenticated:
-            return self.handle_no_permission()
-        if not has_role(request.user, *self.required_roles):
-            raise PermissionDenied("This page needs the role: " + " or ".join(self.required_roles))
-        return super().dispatch(request, *args, **kwargs)
-
-
 class HasRole(BasePermission):
     required_roles: tuple[str, ...] = ()
     message = "Your role does not allow this."
@@ -83,10 +71,6 @@ class IsResearcher(HasRole):
 
 class IsAnnotator(HasRole):
     required_roles = (ANNOTATOR,)
-
-
-class IsAdmin(HasRole):
-    required_roles = (ADMIN,)
 
 
 def roles_context(request):

@@ -45,13 +45,6 @@ def missing(responses: QuerySet) -> QuerySet:
     return scorable(responses).filter(metrics__isnull=True)
 
 
-def values_for(
-    text: str, reference: str, language: str | None = None, embedding: str = "none"
-) -> tuple[dict, str]:
-    """(MetricScore.values, composite_note) for one response."""
-    return _values(metrics.score_pair(text, reference, language), text, reference, embedding)
-
-
 def _values(scores: dict, text: str, reference: str, embedding: str) -> tuple[dict, str]:
     values = dict(scores)
     values.update(paper.embedding_features(text, reference, embedding))

@@ -237,11 +237,6 @@ def rouge_n(candidate: list[str], reference: list[str], n: int) -> float:
     return _f1(_clipped_overlap(cand, ref), sum(cand.values()), sum(ref.values()))
 
 
-def rouge_l(candidate: list[str], reference: list[str]) -> float:
-    """ROUGE-L F1 (β = 1) of two token lists."""
-    return _f1(lcs_length(candidate, reference), len(candidate), len(reference))
-
-
 def bleu(candidate: list[str], reference: list[str]) -> list[float]:
     """[BLEU-1, …, BLEU-4] of two token lists, smoothed (Chen & Cherry method 1)."""
     cand, ref = prepare_tokens(candidate), prepare_tokens(reference)
