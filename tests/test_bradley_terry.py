@@ -4,16 +4,7 @@ import numpy as np
 from scipy.stats import spearmanr
 
 from h2htalk.stats import bradley_terry as bt
-
-
-def simulate(strengths, n, rng, tie_rate=0.1):
-    m = len(strengths)
-    a = rng.integers(0, m, n)
-    b = (a + rng.integers(1, m, n)) % m
-    p = 1 / (1 + np.exp(-(strengths[a] - strengths[b])))
-    outcome = (rng.random(n) < p).astype(float)
-    outcome[rng.random(n) < tie_rate] = 0.5
-    return a, b, outcome
+from tests.simulators import simulate_votes as simulate
 
 
 def test_aggregate_counts_and_orientation():
