@@ -1,10 +1,10 @@
 """Annotators left out of a campaign's numbers, and why.
 
 A researcher excludes annotators from a campaign (chosen ones with a reason, or every annotator
-the agreement report flags, each with its flag as the reason). Agreement (scoring.agreement),
-calibration fits (scoring.features) and releases (scoring.releases) then leave their judgments
+the agreement report flags, each with its flag as the reason). Agreement (scoring.agreement.services),
+calibration fits (scoring.metrics.features) and releases (scoring.releases.service) then leave their judgments
 out; the judgments stay stored, and `clear` brings them back. The agreement page, the REST API
-(scoring.api) and `manage.py exclude_annotators` all call these functions.
+(scoring.agreement.api) and `manage.py exclude_annotators` all call these functions.
 """
 
 import hashlib
@@ -106,7 +106,9 @@ def exclude(campaign: Campaign, users, reason: str, by=None) -> list[AnnotatorEx
 
 def flagged(campaign: Campaign) -> list[tuple[str, str]]:
     """(username, flag text) of every annotator the campaign's agreement report flags."""
-    from scoring import agreement  # scoring builds on annotation: imported where needed
+    from scoring.agreement.services import (
+        services as agreement,  # scoring builds on annotation: imported where needed
+    )
 
     return [
         (row["annotator"], row["flag"])

@@ -9,7 +9,7 @@
    annotators each (100,002 judgments). Annotators differ in accuracy (careful to noisy), two
    answer at random, one mostly clicks the left side, one is very fast; half of them also give
    1–5 ratings; 2% of the comparisons are gold. Then: loading the judgments into a DataFrame,
-   scoring.agreement.compute_report (what the Celery job runs, 1,000 draws), store_report, and
+   scoring.agreement.services.compute_report (what the Celery job runs, 1,000 draws), store_report, and
    the researcher's report page and exports served from the stored report, with the Django test
    client: median / p95 ms over several requests and the query count.
 
@@ -427,7 +427,7 @@ def report_rows() -> list[dict]:
     from django.urls import reverse
 
     from h2htalk.models import Job
-    from scoring import agreement
+    from scoring.agreement import services as agreement
     from scoring.models import AgreementReport
 
     rng = np.random.default_rng(20250612)

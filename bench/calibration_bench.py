@@ -5,7 +5,7 @@
    5-fold GroupKFold cross-validation (held-out raw / composite / calibrated, C chosen by an
    inner 5-fold GroupKFold over 7 values) plus the final model: wall time, with the held-out
    figures and how far the fitted weights are from the known ones.
-2. End to end from the database (scoring.calibration.fit): BENCH_CALIBRATION_DB comparisons
+2. End to end from the database (scoring.calibration.services.fit): BENCH_CALIBRATION_DB comparisons
    (default 50,000: 5,000 scenarios × all 10 pairs of 5 companions, 150,000 judgments,
    25,000 responses with stored metrics and rubric verdicts) bulk-inserted first (not timed),
    then the comparison table from the database, and the whole fit (table, cross-validation,
@@ -70,7 +70,7 @@ def build_database(n_comparisons: int):
 
     from annotation.models import Assignment, Campaign, Comparison, Judgment
     from scenarios.models import CompanionModel, GenerationRun, Response, Scenario
-    from scoring import composite
+    from scoring.metrics import composite
     from scoring.models import JudgeConfig, JudgeRun, JudgeVerdict, MetricScore
 
     rng = np.random.default_rng(SEED)
@@ -191,7 +191,8 @@ def build_database(n_comparisons: int):
 
 
 def database() -> list[dict]:
-    from scoring import calibration, features
+    from scoring.calibration import services as calibration
+    from scoring.metrics import features
 
     os.environ.setdefault("H2HTALK_CODE_VERSION", "bench")
     seconds_build, (campaign, judge) = timed(build_database, N_DB)

@@ -135,7 +135,7 @@ def populate(rng) -> dict:
 
     from annotation.models import Assignment, Campaign, Comparison, Judgment
     from scenarios.models import CompanionModel, GenerationRun, Response, Scenario
-    from scoring import calibration
+    from scoring.calibration import services as calibration
     from scoring.models import CalibratedJudge, MetricScore
 
     User = get_user_model()
@@ -280,8 +280,8 @@ def populate(rng) -> dict:
 
 
 def release_rows() -> list[dict]:
-    from scoring import releases
     from scoring.models import Release
+    from scoring.releases import service as releases
 
     rng = np.random.default_rng(7)
     responses = SCENARIOS * COMPANIONS

@@ -6,7 +6,7 @@ generated English references. Each candidate is its reference perturbed (clauses
 dropped, mixed with clauses of another reference of the same language, characters or words
 edited) or, now and then, an unrelated reference, so overlaps range from none to near-exact.
 
-The pairs are scored with scoring.metrics.score_many on 2 processes and on 1 process. By default
+The pairs are scored with scoring.metrics.reference.score_many on 2 processes and on 1 process. By default
 a random 50,000-pair sample is scored and the time for all 232,500 extrapolated linearly
 (the output says so); BENCH_METRICS_SAMPLE=232500 scores them all (about twice as long as
 the default on an idle 2-core machine). The reference cache is cleared before each run.
@@ -128,7 +128,7 @@ def _cpu_seconds() -> float:
 
 
 def _timed_run(pairs, processes: int) -> tuple[float, float, list[dict]]:
-    from scoring import metrics
+    from scoring.metrics import reference as metrics
 
     metrics._prepare_reference.cache_clear()  # forked workers would inherit a warm cache
     cpu, start = _cpu_seconds(), time.perf_counter()
@@ -138,7 +138,8 @@ def _timed_run(pairs, processes: int) -> tuple[float, float, list[dict]]:
 
 def measure() -> dict:
     """Generate the pairs, score a sample (or all) on 2 and on 1 process; figures as a dict."""
-    from scoring import composite, metrics
+    from scoring.metrics import composite
+    from scoring.metrics import reference as metrics
 
     wall_start = time.perf_counter()
     start = time.perf_counter()

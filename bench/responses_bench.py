@@ -95,7 +95,7 @@ def _write_responses(path: Path, keys, companions: int) -> int:
 
 
 def _pass(label: str, path: Path, lines: int, size_mb: float, **kwargs) -> tuple[dict, object]:
-    from scenarios.response_import import import_responses
+    from scenarios.companions.imports import import_responses
 
     before = _reset_hwm()
     start = time.perf_counter()

@@ -6,9 +6,9 @@ from h2htalk.auth import ObtainToken
 from h2htalk.parsers import DEFAULT as DEFAULT_PARSERS
 from h2htalk.roles import IsResearcher
 from scenarios.api import PersonaViewSet, ScenarioViewSet
-from scenarios.companion_api import CompanionViewSet, GenerationRunViewSet, ResponseViewSet
-from scoring.api import campaign_agreement
-from scoring.exclusion_api import campaign_exclusions
+from scenarios.companions.api import CompanionViewSet, GenerationRunViewSet, ResponseViewSet
+from scoring.agreement.api import campaign_agreement
+from scoring.agreement.exclusion_api import campaign_exclusions
 
 
 class APIRootView(routers.APIRootView):
@@ -44,8 +44,8 @@ urlpatterns = [
         campaign_exclusions,
         name="campaign-agreement-exclusions",
     ),
-    path("judges/", include("scoring.judge_api_urls")),
-    path("calibration/", include("scoring.calibration_api_urls")),
-    path("releases/", include("scoring.release_api_urls")),
+    path("judges/", include("scoring.judges.api_urls")),
+    path("calibration/", include("scoring.calibration.api_urls")),
+    path("releases/", include("scoring.releases.api_urls")),
     path("", include(router.urls)),
 ]

@@ -7,10 +7,9 @@ and so are generation runs and responses (written by the runner)."""
 from django.contrib import admin
 
 from h2htalk.admin import ReadOnlyAdmin
-
-from .companion_forms import CompanionForm
-from .forms import PersonaForm
-from .models import (
+from scenarios.companions.forms import CompanionForm
+from scenarios.forms import PersonaForm
+from scenarios.models import (
     CompanionModel,
     GenerationRun,
     Persona,

@@ -6,10 +6,9 @@ from rest_framework.response import Response
 
 from h2htalk.fields import SlugRelatedField
 from h2htalk.roles import IsResearcher
-
-from . import services, validation
-from .filters import ScenarioFilter
-from .models import Persona, Scenario
+from scenarios import services, validation
+from scenarios.filters import ScenarioFilter
+from scenarios.models import Persona, Scenario
 
 
 def _validated(cleaner, value):

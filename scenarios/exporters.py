@@ -4,8 +4,7 @@ import json
 from collections.abc import Iterator
 
 from h2htalk import csvexport
-
-from .models import Persona, Scenario
+from scenarios.models import Persona, Scenario
 
 CSV_COLUMNS = [
     "external_id",

@@ -6,8 +6,8 @@ from django.db.models import Q
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 
-from .models import Persona, Scenario, Tag
-from .taxonomy import LANGUAGES, Dimension, RiskLevel, Subtask
+from scenarios.models import Persona, Scenario, Tag
+from scenarios.taxonomy import LANGUAGES, Dimension, RiskLevel, Subtask
 
 FLAG_CHOICES = [
     ("implicit_need", "Implicit need"),

@@ -2,8 +2,8 @@ import json
 
 from django import forms
 
-from . import validation
-from .models import Persona, Scenario
+from scenarios import validation
+from scenarios.models import Persona, Scenario
 
 JSON_HELP = "JSON. Leave as [] when empty."
 

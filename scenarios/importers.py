@@ -16,10 +16,9 @@ from pathlib import PurePath
 from django.db import transaction
 
 from h2htalk import csvexport, uploads
-
-from . import validation
-from .models import Persona, Revision, Scenario, Tag
-from .services import (
+from scenarios import validation
+from scenarios.models import Persona, Revision, Scenario, Tag
+from scenarios.services import (
     BACK_TO_REVIEW_NOTE,
     CONTENT_FIELDS,
     back_to_review_if_changed,
@@ -27,7 +26,7 @@ from .services import (
     record_revision,
     snapshot,
 )
-from .taxonomy import Subtask, dimension_of
+from scenarios.taxonomy import Subtask, dimension_of
 
 FORMATS = ("jsonl", "csv", "release", "sharegpt")
 NATIVE_FIELDS = {

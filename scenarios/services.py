@@ -6,7 +6,7 @@ import json
 from django.db import transaction
 from django.db.models import Max
 
-from .models import ReviewComment, Revision, Scenario
+from scenarios.models import ReviewComment, Revision, Scenario
 
 # Fields that define what a scenario asks of a companion: equal content means a duplicate.
 CONTENT_FIELDS = (
@@ -161,7 +161,7 @@ def record_revision(
 
 @transaction.atomic
 def create_scenario(scenario: Scenario, author, tags: list[str] = ()) -> Scenario:
-    from .models import Tag
+    from scenarios.models import Tag
 
     scenario.created_by = author
     scenario.save()
@@ -216,7 +216,7 @@ def update_scenario(scenario: Scenario, author, before: dict, tags: list[str] | 
 
     Editing the content of an approved scenario sends it back to review, and its revision
     says so (see back_to_review_if_changed)."""
-    from .models import Tag
+    from scenarios.models import Tag
 
     sent_back = back_to_review_if_changed(scenario, before)
     scenario.save()

@@ -8,16 +8,15 @@ from django.db import transaction
 
 from h2htalk import jobs
 from h2htalk.models import Job
-
-from . import generation
-from .importers import build_plan, count_lines, write_plan
-from .models import GenerationRun
-from .response_import import (
+from scenarios.companions import generation
+from scenarios.companions.imports import (
     ResponseImportFailed,
     build_response_plan,
     count_input_lines,
     write_response_plan,
 )
+from scenarios.importers import build_plan, count_lines, write_plan
+from scenarios.models import GenerationRun
 
 
 @shared_task(**jobs.time_limits())

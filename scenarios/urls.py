@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views
+from scenarios import views
 
 app_name = "scenarios"
 urlpatterns = [

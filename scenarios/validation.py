@@ -7,7 +7,7 @@ inside it) so importers can report "line 12, field history[3].role: ...".
 import json
 import re
 
-from .taxonomy import LANGUAGES, SUBTASK_VALUES, RiskLevel, Subtask
+from scenarios.taxonomy import LANGUAGES, SUBTASK_VALUES, RiskLevel, Subtask
 
 MAX_TEXT_CHARS = 20_000
 MAX_ITEMS = 200

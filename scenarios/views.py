@@ -12,13 +12,12 @@ from django.views.decorators.http import require_POST
 from h2htalk import jobs, uploads
 from h2htalk.params import int_list, int_param
 from h2htalk.roles import RESEARCHER, role_required
-
-from . import services
-from .exporters import EXPORTERS
-from .filters import ScenarioFilter
-from .forms import ImportForm, PersonaForm, ReviewForm, ScenarioForm
-from .models import Persona, Scenario
-from .tasks import run_scenario_import
+from scenarios import services
+from scenarios.exporters import EXPORTERS
+from scenarios.filters import ScenarioFilter
+from scenarios.forms import ImportForm, PersonaForm, ReviewForm, ScenarioForm
+from scenarios.models import Persona, Scenario
+from scenarios.tasks import run_scenario_import
 
 PAGE_SIZES = (25, 50, 100)
 

@@ -5,9 +5,8 @@ frozen releases with their results are read-only."""
 from django.contrib import admin
 
 from h2htalk.admin import ReadOnlyAdmin
-
-from .judge_forms import JudgeConfigForm
-from .models import (
+from scoring.judges.forms import JudgeConfigForm
+from scoring.models import (
     AgreementReport,
     CalibratedJudge,
     JudgeConfig,

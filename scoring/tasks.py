@@ -3,8 +3,10 @@ from celery import shared_task
 from annotation.models import Campaign
 from h2htalk import jobs
 from h2htalk.models import Job
-
-from . import agreement, calibration, metric_jobs, releases  # importing registers their tasks
+from scoring.agreement import services as agreement
+from scoring.calibration import services as calibration
+from scoring.metrics import jobs as metric_jobs
+from scoring.releases import service as releases  # importing registers their tasks
 
 
 @shared_task
@@ -29,7 +31,7 @@ def compute_agreement(job_id: int) -> None:
 
 @shared_task
 def run_judge(run_id: int) -> str:
-    from . import judging
+    from scoring.judges import judging
 
     return judging.execute(run_id)
 
@@ -37,7 +39,7 @@ def run_judge(run_id: int) -> str:
 @shared_task
 def resume_stale_judge_runs() -> list[int]:
     """Hand judge runs whose worker died (stale heartbeat) to a live worker."""
-    from . import judging
+    from scoring.judges import judging
 
     stale = judging.stale_runs()
     for run_id in stale:
@@ -66,8 +68,7 @@ def queue_judge_run(run) -> None:
     from django.db import transaction
 
     from h2htalk import runner
-
-    from .models import JudgeRun
+    from scoring.models import JudgeRun
 
     runner.mark_queued(JudgeRun, run.pk)
     transaction.on_commit(lambda: run_judge.delay(run.pk))
@@ -80,8 +81,7 @@ def run_judge_import(job_id: int) -> None:
     from django.core.files.storage import default_storage
 
     from h2htalk import uploads
-
-    from .judge_import import JudgeImportFailed, import_verdicts
+    from scoring.judges.imports import JudgeImportFailed, import_verdicts
 
     job = jobs.start(job_id)
     params = job.params

@@ -10,8 +10,8 @@ from django.core.management.base import CommandError
 from annotation.models import Judgment
 from h2htalk import backup
 from scenarios.models import Response, Scenario
-from scoring import releases
 from scoring.models import Release
+from scoring.releases import service as releases
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

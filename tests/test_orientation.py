@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from h2htalk.stats import agreement as ag
 from h2htalk.stats import calibration as cal
-from scoring import calibration as calibration_report
+from scoring.calibration import services as calibration_report
 from tests import simulators
 
 ANNOTATORS = ["ann", "bo", "cy", "dee", "contrarian"]

@@ -17,8 +17,8 @@ from annotation import queue
 from annotation.models import AnnotatorExclusion, Assignment, Campaign, Judgment
 from h2htalk.models import Job
 from scenarios.models import CompanionModel, GenerationRun, Response, Scenario
-from scoring import releases
 from scoring.models import CalibratedJudge, JudgeConfig, JudgeRun, JudgeVerdict, Release
+from scoring.releases import service as releases
 from tests.annotation import factories as campaign_factories
 from tests.conftest import make_user
 from tests.scenarios import factories

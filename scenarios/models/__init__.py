@@ -1,5 +1,6 @@
+from scenarios.companions.models import CompanionModel, GenerationRun, Response
+
 from .bank import Persona, ReviewComment, Revision, Scenario, Tag
-from .companions import CompanionModel, GenerationRun, Response
 
 __all__ = [
     "CompanionModel",

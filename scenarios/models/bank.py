@@ -4,7 +4,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from ..taxonomy import DEFAULT_SAP_BLOCK, LANGUAGES, Dimension, RiskLevel, Subtask
+from scenarios.taxonomy import DEFAULT_SAP_BLOCK, LANGUAGES, Dimension, RiskLevel, Subtask
 
 
 class UnicodeJSONEncoder(json.JSONEncoder):
@@ -142,8 +142,8 @@ class Scenario(models.Model):
 
     def refresh_derived(self) -> None:
         """Set the fields computed from content; bulk_create skips save(), so importers call this."""
-        from ..services import content_hash, search_text
-        from ..taxonomy import dimension_of
+        from scenarios.services import content_hash, search_text
+        from scenarios.taxonomy import dimension_of
 
         self.dimension = dimension_of(self.subtask)
         self.content_hash = content_hash(self)

@@ -30,12 +30,15 @@ from django.urls import reverse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scenarios import importers, response_import
+from scenarios import importers
+from scenarios.companions import imports as response_import
 from scenarios.models import CompanionModel, GenerationRun, Persona, Revision, Scenario, Tag
 from scenarios.models import Response as ResponseModel
 from scenarios.taxonomy import dimension_of
-from scoring import calibration, judge, judge_import
-from scoring import features as feature_data
+from scoring.calibration import services as calibration
+from scoring.judges import imports as judge_import
+from scoring.judges import rubric as judge
+from scoring.metrics import features as feature_data
 from scoring.models import CalibratedJudge, JudgeConfig, JudgeRun, JudgeVerdict
 from tests.hostile.strategies import (
     HOSTILE_TEXTS,

@@ -1,4 +1,4 @@
-"""The LLM judge's output parser against arbitrary and JSON-ish text (scoring.judge).
+"""The LLM judge's output parser against arbitrary and JSON-ish text (scoring.judges.rubric).
 
 It must never raise, and never hit its own last-resort `except` ("parser error: …", which
 would mean an unexpected exception inside); every result is strict, fallback or failed with
@@ -11,7 +11,7 @@ import os
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scoring import judge
+from scoring.judges import rubric as judge
 from tests.hostile.strategies import JSON_VALUES, RAW_FRAGMENTS
 
 EXAMPLES = int(os.environ.get("HOSTILE_EXAMPLES", "200"))

@@ -283,7 +283,7 @@ def test_response_import_page_previews_then_writes_an_evaluator_zip(
 def test_response_jsonl_export_imports_back_unchanged(researcher_client, researcher, companions):
     import io
 
-    from scenarios.response_import import import_responses
+    from scenarios.companions.imports import import_responses
 
     _scenario, run = _seed_responses(researcher, companions)
     Response.objects.create(

@@ -2,9 +2,9 @@
 
 import pytest
 
-from scenarios import generation
+from scenarios.companions import generation
+from scenarios.companions.prompts import PROACTIVE_CUE, build_messages
 from scenarios.models import CompanionModel, GenerationRun, Response, Scenario
-from scenarios.prompts import PROACTIVE_CUE, build_messages
 from scenarios.tasks import queue_run
 from tests.llm_server import ChatServer
 from tests.scenarios import factories

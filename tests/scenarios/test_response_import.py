@@ -13,15 +13,15 @@ from django.core.files.storage import default_storage
 from django.core.management import CommandError, call_command
 
 from h2htalk.models import Job
-from scenarios import response_import
-from scenarios.importers import import_file
-from scenarios.models import CompanionModel, GenerationRun, Response
-from scenarios.response_import import (
+from scenarios.companions import imports as response_import
+from scenarios.companions.imports import (
     ResponseImportFailed,
     build_response_plan,
     import_responses,
     write_response_plan,
 )
+from scenarios.importers import import_file
+from scenarios.models import CompanionModel, GenerationRun, Response
 from scenarios.tasks import run_response_import
 from tests.conftest import SHARED_DATA
 

@@ -11,7 +11,7 @@ from django.urls import reverse
 from annotation import queue
 from annotation.models import Assignment, Judgment
 from h2htalk.models import Job
-from scoring import agreement
+from scoring.agreement import services as agreement
 from scoring.models import AgreementReport
 from tests.annotation import factories
 from tests.conftest import make_user

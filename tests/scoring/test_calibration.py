@@ -10,7 +10,8 @@ from django.utils.html import escape
 from annotation.models import Judgment
 from h2htalk.models import Job
 from h2htalk.stats import calibration as stats
-from scoring import calibration, features
+from scoring.calibration import services as calibration
+from scoring.metrics import features
 from scoring.models import CalibratedJudge, JudgeConfig, JudgeVerdict
 from tests.annotation import factories as campaign_factories
 from tests.conftest import make_user

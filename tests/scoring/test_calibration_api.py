@@ -8,7 +8,7 @@ from rest_framework.test import APIClient
 
 from annotation.models import Campaign
 from h2htalk.models import Job
-from scoring import calibration
+from scoring.calibration import services as calibration
 from scoring.models import CalibratedJudge
 from tests.annotation import factories as campaign_factories
 from tests.scoring import test_calibration_support as support

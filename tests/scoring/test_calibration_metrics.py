@@ -9,7 +9,9 @@ from django.urls import reverse
 
 from h2htalk.models import Job
 from scenarios.models import GenerationRun, Response
-from scoring import composite, metric_jobs, metrics
+from scoring.metrics import composite
+from scoring.metrics import jobs as metric_jobs
+from scoring.metrics import reference as metrics
 from scoring.models import MetricScore
 from tests.annotation import factories as campaign_factories
 from tests.scenarios import factories

@@ -10,7 +10,8 @@ from django.urls import reverse
 from scipy.special import expit
 
 from scenarios.models import GenerationRun, Response
-from scoring import calibration, features
+from scoring.calibration import services as calibration
+from scoring.metrics import features
 from scoring.models import CalibratedJudge
 from tests.annotation import factories as campaign_factories
 from tests.scenarios import factories
@@ -44,7 +45,7 @@ def new_pairs(campaign, judge, n_scenarios=4):
 
 
 def by_hand(document, pairs, sides):
-    """The README formula, evaluated independently of scoring.calibration."""
+    """The README formula, evaluated independently of scoring.calibration.services."""
     out = []
     for i in range(len(pairs)):
         z = document["intercept"]

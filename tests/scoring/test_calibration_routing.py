@@ -5,7 +5,8 @@ import pytest
 from django.urls import reverse
 
 from annotation.models import Campaign, Comparison, Judgment
-from scoring import calibration, routing
+from scoring.calibration import routing
+from scoring.calibration import services as calibration
 from scoring.models import MetricScore
 from tests.annotation import factories as campaign_factories
 from tests.scoring import test_calibration_support as support

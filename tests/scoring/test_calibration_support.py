@@ -17,8 +17,8 @@ from scipy.special import expit
 from annotation.models import Assignment, Campaign, Comparison, Judgment
 from annotation.pairing import build_comparisons
 from scenarios.models import GenerationRun, Response
-from scoring import calibration
-from scoring import composite as paper
+from scoring.calibration import services as calibration
+from scoring.metrics import composite as paper
 from scoring.models import CalibratedJudge, JudgeConfig, JudgeRun, JudgeVerdict, MetricScore
 from tests import simulators
 from tests.annotation import factories as campaign_factories
@@ -30,7 +30,7 @@ HUMAN_WEIGHTS = {"rouge1": 8.0, "judge_empathy": 0.6, "log_length": -1.5}
 
 
 def metric_values(rng, quality: float, log_length: float) -> dict:
-    """MetricScore.values of a simulated response (what scoring.metric_jobs stores)."""
+    """MetricScore.values of a simulated response (what scoring.metrics.jobs stores)."""
     base = float(np.clip(0.35 + 0.08 * quality + rng.normal(0, 0.05), 0.01, 0.99))
     values = {
         "rouge1": base,
@@ -61,7 +61,7 @@ def rubric_scores(rng, quality: float, log_length: float) -> dict:
 
 
 def response_features(response: Response) -> dict:
-    """Feature values of one stored response as scoring.features computes them."""
+    """Feature values of one stored response as scoring.metrics.features computes them."""
     values = response.metrics.values
     return {
         **{

@@ -13,8 +13,11 @@ from django.urls import reverse
 
 from annotation import exclusions
 from annotation.models import AnnotatorExclusion, Judgment
-from scoring import agreement, calibration, features, releases
+from scoring.agreement import services as agreement
+from scoring.calibration import services as calibration
+from scoring.metrics import features
 from scoring.models import Release
+from scoring.releases import service as releases
 from tests.annotation import factories as campaign_factories
 from tests.conftest import make_user
 from tests.scoring import test_agreement_report

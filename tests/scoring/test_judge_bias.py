@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from scoring import bias, judging
-from scoring.judge import DIMENSIONS
+from scoring.judges import bias, judging
+from scoring.judges.rubric import DIMENSIONS
 from tests.llm_server import ChatServer
 from tests.scoring.test_judge_support import (
     blocks,

@@ -9,8 +9,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from h2htalk.models import Job
-from scoring import judging
-from scoring.judge_import import JudgeImportFailed, export_lines, import_verdicts
+from scoring.judges import judging
+from scoring.judges.imports import JudgeImportFailed, export_lines, import_verdicts
 from scoring.models import JudgeConfig, JudgeRun, JudgeVerdict
 from tests.scoring.test_judge_support import COMPANIONS, response_run
 

@@ -6,8 +6,8 @@ import json
 import pytest
 
 from annotation.models import RATING_DIMENSIONS
-from scoring import judge
-from scoring.judge import DIMENSIONS, FAILED, FALLBACK, STRICT, parse_pairwise, parse_single
+from scoring.judges import rubric as judge
+from scoring.judges.rubric import DIMENSIONS, FAILED, FALLBACK, STRICT, parse_pairwise, parse_single
 
 SCORES = {
     "empathy": 7,

@@ -1,9 +1,9 @@
 """The judge's messages: rubric as system message, the scenario's whole context, the reference
 answer as a hint, responses in the order given, and the answer format (no database)."""
 
+from scenarios.companions.prompts import SUBTASK_INSTRUCTIONS
 from scenarios.models import Persona, Scenario
-from scenarios.prompts import SUBTASK_INSTRUCTIONS
-from scoring import judge
+from scoring.judges import rubric as judge
 
 
 def scenario(**fields):

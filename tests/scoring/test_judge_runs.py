@@ -10,8 +10,8 @@ import pytest
 from django.utils import timezone
 
 from h2htalk import runner
-from scoring import judging
-from scoring.judge import DIMENSIONS
+from scoring.judges import judging
+from scoring.judges.rubric import DIMENSIONS
 from scoring.models import JudgeRun, JudgeVerdict
 from tests.llm_server import ChatServer
 from tests.scoring.test_judge_support import (

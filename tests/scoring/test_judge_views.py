@@ -7,7 +7,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from scoring import judge
+from scoring.judges import rubric as judge
 from scoring.models import JudgeConfig, JudgeRun, JudgeVerdict
 from tests.conftest import make_user
 from tests.llm_server import ChatServer

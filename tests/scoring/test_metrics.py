@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from scoring import composite as C
-from scoring import metrics as M
+from scoring.metrics import composite as C
+from scoring.metrics import reference as M
 
 RATIOS = M.RATIOS
 

@@ -10,7 +10,8 @@ from django.utils import timezone
 
 from annotation.models import Assignment, Comparison, Judgment
 from h2htalk.stats import agreement as stats
-from scoring import agreement, calibration
+from scoring.agreement import services as agreement
+from scoring.calibration import services as calibration
 from scoring.models import CalibratedJudge
 from tests.annotation import factories
 from tests.scoring import test_calibration_support as support
@@ -115,7 +116,7 @@ def test_renumbering_the_companions_changes_no_figure_of_either_report(researche
 
 def human_frame(campaign) -> pd.DataFrame:
     """(comparison, annotator, preference) of the regular judgments, as the calibration fit
-    reads them (scoring.features.comparison_table)."""
+    reads them (scoring.metrics.features.comparison_table)."""
     rows = Judgment.objects.filter(
         comparison__campaign=campaign, comparison__is_gold=False
     ).values_list("comparison_id", "annotator_id", "preference")

@@ -12,8 +12,8 @@ from rest_framework.test import APIClient
 
 from h2htalk.roles import ANNOTATOR, RESEARCHER
 from scenarios.models import CompanionModel
-from scoring import releases
 from scoring.models import Release
+from scoring.releases import service as releases
 from tests.annotation import factories as campaign_factories
 from tests.conftest import make_user
 from tests.scoring.test_release_pipeline import make_release, rated_world

@@ -22,8 +22,9 @@ from annotation.models import Assignment, Campaign, Comparison, Judgment
 from annotation.pairing import build_comparisons
 from h2htalk.models import Job
 from scenarios.models import CompanionModel, GenerationRun, Response, Scenario
-from scoring import calibration, releases
+from scoring.calibration import services as calibration
 from scoring.models import CalibratedJudge, MetricScore, Release, ReleaseResult
+from scoring.releases import service as releases
 from tests.annotation import factories as campaign_factories
 from tests.scenarios import factories
 

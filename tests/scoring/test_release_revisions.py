@@ -9,8 +9,8 @@ from django.urls import reverse
 from annotation.models import Assignment, Judgment
 from scenarios import services
 from scenarios.models import Scenario
-from scoring import releases
 from scoring.models import Release
+from scoring.releases import service as releases
 from tests.annotation import factories as campaign_factories
 from tests.scoring.test_release_pipeline import make_release, rated_world
 

@@ -1,4 +1,4 @@
-"""A release's numbers on simulated data with known truths (scoring.releases.compute_results,
+"""A release's numbers on simulated data with known truths (scoring.releases.service.compute_results,
 no database): the human ranking recovers the strengths, PPI covers the true win rate against
 the anchor where a biased judge does not, the numbers are deterministic for a seed, and a release
 without a judge says so."""
@@ -11,7 +11,7 @@ import pytest
 from scipy.special import expit
 from scipy.stats import spearmanr
 
-from scoring import releases
+from scoring.releases import service as releases
 
 SUBTASKS = ["dialogue_base", "dialogue_emotion", "recollection_refine", "itinerary_basic"]
 ANCHOR = 10

@@ -4,8 +4,8 @@ registered in the worker), and the job's "compute" of a computed release verifie
 import pytest
 
 from h2htalk.models import Job
-from scoring import releases
 from scoring.models import Release
+from scoring.releases import service as releases
 from tests.annotation import factories as campaign_factories
 from tests.scoring.test_release_pipeline import make_release, rated_world
 from tests.worker import celery_worker, wait_for

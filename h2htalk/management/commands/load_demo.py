@@ -15,9 +15,9 @@ from annotation import queue
 from annotation.models import Assignment, Campaign, Judgment
 from annotation.pairing import build_comparisons
 from h2htalk.roles import ADMIN, ANNOTATOR, RESEARCHER, ensure_role_groups
+from scenarios.companions.imports import import_responses
 from scenarios.importers import import_file
 from scenarios.models import CompanionModel, Persona
-from scenarios.response_import import import_responses
 
 DEMO_DIR = Path(__file__).resolve().parents[3] / "scenarios" / "demo"
 DEMO_USERS = [("admin", ADMIN), ("researcher", RESEARCHER), ("annotator", ANNOTATOR)]
@@ -68,8 +68,8 @@ class Command(BaseCommand):
 
     def _release(self, campaign: Campaign, owner) -> None:
         """The demo benchmark release (labelled demo data), created once and computed now."""
-        from scoring import releases
         from scoring.models import Release
+        from scoring.releases import service as releases
 
         release = Release.objects.filter(name=DEMO_RELEASE).first()
         if release is None:
@@ -97,7 +97,7 @@ class Command(BaseCommand):
     def _demo_judge(self, campaign: Campaign, owner):
         """The newest calibrated judge of the demo campaign, else a metrics-only one fitted now
         (None when it cannot be fitted: the release then has no judge)."""
-        from scoring import calibration
+        from scoring.calibration import services as calibration
         from scoring.models import CalibratedJudge
 
         judge = CalibratedJudge.objects.filter(campaign=campaign).order_by("-created_at").first()

@@ -2,7 +2,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from scenarios.response_import import (
+from scenarios.companions.imports import (
     Input,
     ResponseImportFailed,
     build_response_plan,

@@ -2,7 +2,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Campaign
 from h2htalk.params import by_id_or_name
-from scoring import agreement
+from scoring.agreement import services as agreement
 
 
 def _number(value, digits=3) -> str:

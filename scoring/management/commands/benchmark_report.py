@@ -5,8 +5,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from scoring import releases
 from scoring.models import Release
+from scoring.releases import service as releases
 
 
 class Command(BaseCommand):

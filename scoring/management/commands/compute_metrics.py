@@ -5,8 +5,8 @@ from django.core.management.base import BaseCommand, CommandError
 from annotation.models import Campaign
 from h2htalk.params import by_id_or_name, parse_int
 from scenarios.models import GenerationRun, Response
-from scoring import metric_jobs
-from scoring.composite import EMBEDDING_BACKENDS
+from scoring.metrics import jobs as metric_jobs
+from scoring.metrics.composite import EMBEDDING_BACKENDS
 
 
 class Command(BaseCommand):

@@ -3,7 +3,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from h2htalk.params import parse_int
-from scoring import calibration
+from scoring.calibration import services as calibration
 from scoring.models import CalibratedJudge
 
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from scoring import calibration
+from scoring.calibration import services as calibration
 
 
 class Command(BaseCommand):

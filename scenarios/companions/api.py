@@ -1,0 +1,204 @@
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, serializers, viewsets
+from rest_framework.decorators import action
+from rest_framework.response import Response as ApiResponse
+
+from h2htalk import egress
+from h2htalk.fields import SlugRelatedField
+from h2htalk.roles import IsResearcher
+from scenarios.companions import generation
+from scenarios.companions.forms import GenerationRunForm
+from scenarios.models import CompanionModel, GenerationRun, Response
+from scenarios.tasks import queue_run
+
+
+class CompanionSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = CompanionModel
+        fields = [
+            "id",
+            "name",
+            "provider",
+            "base_url",
+            "model_id",
+            "api_key_env",
+            "params",
+            "max_concurrency",
+            "timeout_seconds",
+            "notes",
+            "created_at",
+        ]
+        read_only_fields = ["created_at"]
+
+    def validate_base_url(self, value):
+        """As the model: a host allowed by LLM_ALLOWED_ENDPOINTS (h2htalk.egress)."""
+        egress.validate_base_url(value)
+        return value
+
+    def validate_params(self, value):
+        """As the edit form: a JSON object (null: none) without the keys the platform sets."""
+        value = value or {}  # (a form-encoded "null" arrives here as None: a NOT NULL column)
+        if not isinstance(value, dict):
+            raise serializers.ValidationError("Give a JSON object.")
+        forbidden = {"model", "messages", "stream"} & set(value)
+        if forbidden:
+            raise serializers.ValidationError(f"{sorted(forbidden)} are set by the platform.")
+        return value
+
+
+class ProgressSerializer(serializers.Serializer):
+    total = serializers.IntegerField()
+    ok = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    remaining = serializers.IntegerField()
+    tokens = serializers.IntegerField()
+    percent = serializers.IntegerField()
+
+
+class GenerationRunSerializer(serializers.ModelSerializer):
+    companions = SlugRelatedField(
+        slug_field="name", many=True, queryset=CompanionModel.objects.all()
+    )
+    progress = serializers.SerializerMethodField()
+    scenario_count = serializers.SerializerMethodField()
+
+    class Meta:
+        model = GenerationRun
+        fields = [
+            "id",
+            "name",
+            "kind",
+            "state",
+            "message",
+            "scenario_query",
+            "scenario_count",
+            "companions",
+            "sap_enabled",
+            "token_budget",
+            "tokens_used",
+            "progress",
+            "created_at",
+            "started_at",
+            "finished_at",
+        ]
+        read_only_fields = ["kind", "state", "message", "tokens_used", "started_at", "finished_at"]
+
+    @extend_schema(responses=ProgressSerializer)
+    def get_progress(self, run) -> dict:
+        progress = generation.progress_of(run)
+        return {**vars(progress), "remaining": progress.remaining, "percent": progress.percent}
+
+    def get_scenario_count(self, run) -> int:
+        return run.scenarios.count()
+
+    def validate(self, attrs):
+        # The page's form holds the rules (filter valid and not empty, companions can generate).
+        form = GenerationRunForm(
+            data={
+                "name": attrs.get("name", ""),
+                "scenario_query": attrs.get("scenario_query", ""),
+                "companions": [c.pk for c in attrs.get("companions", [])],
+                "sap_enabled": attrs.get("sap_enabled", True),
+                "token_budget": attrs.get("token_budget") or "",
+            }
+        )
+        if not form.is_valid():
+            raise serializers.ValidationError(form.errors.get_json_data())
+        attrs["scenario_query"] = form.cleaned_data["scenario_query"]
+        self._scenarios = form.selected_scenarios
+        return attrs
+
+    def create(self, validated_data):
+        companions = validated_data.pop("companions")
+        run = GenerationRun.objects.create(
+            created_by=self.context["request"].user, **validated_data
+        )
+        run.companions.set(companions)
+        run.scenarios.set(self._scenarios)
+        queue_run(run)
+        return run
+
+
+class ResponseSerializer(serializers.ModelSerializer):
+    companion = SlugRelatedField(slug_field="name", read_only=True)
+    run = SlugRelatedField(slug_field="name", read_only=True)
+    subtask = serializers.CharField(source="scenario.subtask", read_only=True)
+    external_id = serializers.CharField(source="scenario.external_id", read_only=True)
+
+    class Meta:
+        model = Response
+        fields = [
+            "id",
+            "scenario",
+            "subtask",
+            "external_id",
+            "companion",
+            "run",
+            "status",
+            "text",
+            "error",
+            "prompt_tokens",
+            "completion_tokens",
+            "latency_ms",
+            "finish_reason",
+            "attempts",
+            "created_at",
+        ]
+
+
+class CompanionViewSet(
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    mixins.UpdateModelMixin,
+    viewsets.GenericViewSet,
+):
+    """Companions under test. Keys are never stored: `api_key_env` names the variable."""
+
+    serializer_class = CompanionSerializer
+    permission_classes = [IsResearcher]
+    queryset = CompanionModel.objects.order_by("name")
+    filterset_fields = ["provider"]
+
+
+class GenerationRunViewSet(
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    viewsets.GenericViewSet,
+):
+    """Generation runs: creating one queues it; cancel and resume as on the page."""
+
+    serializer_class = GenerationRunSerializer
+    permission_classes = [IsResearcher]
+    queryset = GenerationRun.objects.prefetch_related("companions").order_by("-created_at")
+    filterset_fields = ["kind", "state"]
+
+    @extend_schema(request=None, responses=GenerationRunSerializer)
+    @action(detail=True, methods=["post"])
+    def cancel(self, request, pk=None, **kwargs):
+        run = self.get_object()
+        generation.request_cancel(run)
+        run.refresh_from_db()
+        return ApiResponse(self.get_serializer(run).data)
+
+    @extend_schema(request=None, responses=GenerationRunSerializer)
+    @action(detail=True, methods=["post"])
+    def resume(self, request, pk=None, **kwargs):
+        run = self.get_object()
+        if run.kind != GenerationRun.Kind.GENERATE:
+            return ApiResponse({"detail": "imported runs cannot be resumed"}, status=409)
+        if run.state in generation.ACTIVE and run.pk not in generation.stale_runs():
+            return ApiResponse({"detail": "the run is already going"}, status=409)
+        queue_run(run)
+        run.refresh_from_db()
+        return ApiResponse(self.get_serializer(run).data)
+
+
+class ResponseViewSet(viewsets.ReadOnlyModelViewSet):
+    """Responses with model names (researchers only). Filter by run, companion, scenario."""
+
+    serializer_class = ResponseSerializer
+    permission_classes = [IsResearcher]
+    queryset = Response.objects.select_related("scenario", "companion", "run").order_by("pk")
+    filterset_fields = ["run", "companion", "scenario", "status", "scenario__subtask"]

@@ -1,0 +1,114 @@
+import os
+
+from django import forms
+from django.http import QueryDict
+
+from h2htalk.formfields import ModelMultipleChoiceField
+from scenarios.filters import ScenarioFilter
+from scenarios.models import CompanionModel, GenerationRun, Scenario
+
+
+class CompanionForm(forms.ModelForm):
+    base_url = forms.URLField(
+        required=False,
+        assume_scheme="http",
+        help_text="Chat-completions base URL, e.g. http://127.0.0.1:8001/v1",
+    )
+    params = forms.JSONField(
+        required=False,
+        initial=dict,
+        widget=forms.Textarea(attrs={"rows": 3, "class": "mono"}),
+        help_text='Sent with every request, e.g. {"temperature": 0.7, "max_tokens": 400}.',
+    )
+
+    class Meta:
+        model = CompanionModel
+        fields = [
+            "name",
+            "provider",
+            "base_url",
+            "model_id",
+            "api_key_env",
+            "params",
+            "max_concurrency",
+            "timeout_seconds",
+            "notes",
+        ]
+        widgets = {"notes": forms.Textarea(attrs={"rows": 2})}
+
+    def clean_params(self):
+        params = self.cleaned_data.get("params") or {}
+        if not isinstance(params, dict):
+            raise forms.ValidationError("Give a JSON object.")
+        forbidden = {"model", "messages", "stream"} & set(params)
+        if forbidden:
+            raise forms.ValidationError(f"{sorted(forbidden)} are set by the platform.")
+        return params
+
+    def clean_api_key_env(self):
+        name = self.cleaned_data["api_key_env"].strip()
+        if name and not name.replace("_", "").isalnum():
+            raise forms.ValidationError(
+                "Give the NAME of an environment variable (letters, digits, _), not the key."
+            )
+        return name
+
+    def clean(self):
+        cleaned = super().clean()
+        provider = cleaned.get("provider")
+        if provider != CompanionModel.Provider.IMPORTED and not (
+            cleaned.get("base_url") and cleaned.get("model_id")
+        ):
+            raise forms.ValidationError(
+                "A companion that generates needs a base URL and a model id."
+            )
+        return cleaned
+
+
+def key_status(companion: CompanionModel) -> str:
+    """Whether the key's variable is set on the server; the key itself is never shown."""
+    if not companion.api_key_env:
+        return "no key needed"
+    return "set" if os.environ.get(companion.api_key_env) else "NOT SET"
+
+
+class GenerationRunForm(forms.ModelForm):
+    scenario_query = forms.CharField(
+        label="Scenarios",
+        required=False,
+        help_text="A filter from the scenario list (its query string); empty = all approved.",
+        widget=forms.TextInput(attrs={"class": "mono"}),
+    )
+    companions = ModelMultipleChoiceField(
+        queryset=CompanionModel.objects.exclude(provider=CompanionModel.Provider.IMPORTED),
+        widget=forms.CheckboxSelectMultiple,
+    )
+
+    class Meta:
+        model = GenerationRun
+        fields = ["name", "scenario_query", "companions", "sap_enabled", "token_budget"]
+
+    def clean_scenario_query(self):
+        query = self.cleaned_data["scenario_query"].strip().lstrip("?")
+        filterset = ScenarioFilter(
+            QueryDict(query or "state=approved"), queryset=Scenario.objects.all()
+        )
+        if not filterset.is_valid():
+            raise forms.ValidationError(f"Invalid filter: {filterset.errors.as_text()}")
+        self.selected_scenarios = filterset.qs
+        if not self.selected_scenarios.exists():
+            raise forms.ValidationError("No scenario matches this filter.")
+        return query or "state=approved"
+
+
+class ResponseImportForm(forms.Form):
+    file = forms.FileField(
+        help_text="A .zip of the released evaluator layout (one folder per model, "
+        "<subtask>.jsonl inside) or a platform .jsonl."
+    )
+    run_name = forms.CharField(
+        max_length=120,
+        required=False,
+        help_text="The import run the responses go into (new or existing). "
+        "Empty: named after the file.",
+    )

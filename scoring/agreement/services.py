@@ -1,0 +1,234 @@
+"""Agreement reports for a campaign: the database side (judgments → DataFrame, caching);
+the statistics themselves are in h2htalk.stats.agreement."""
+
+import math
+
+import numpy as np
+import pandas as pd
+from django.db import IntegrityError, transaction
+from django.db.models import Count, Max, Q
+
+from annotation import exclusions
+from annotation.models import Campaign, Judgment
+from h2htalk.stats import agreement as stats
+from scoring.models import AgreementReport
+
+MIN_UNITS_FOR_ALPHA = 5
+INLINE_LIMIT = 5_000  # judgments computed in the request; above this a Celery job does it
+NOTE = (
+    "α: Krippendorff's alpha on the preference keyed by the model pair (ordinal for the "
+    "5-point scale, nominal for A/tie/B, interval for 1–5 ratings of each response). Every "
+    "comparison is counted once as its votes and once mirrored (A and B swapped), so α, "
+    "Fleiss' κ and percent agreement do not depend on how companions or comparisons are "
+    "numbered; 95% percentile bootstrap intervals resample comparisons together with their "
+    "mirrors. Gold items are left out."
+)
+
+
+# In the cache key: reports stored by older code are recomputed (r3: mirrored α).
+REPORT_VERSION = "r3"
+
+
+def judgment_state(campaign: Campaign) -> str:
+    """Judgment count and last id (and the report version): equal for every exclusion state."""
+    state = Judgment.objects.filter(comparison__campaign=campaign).aggregate(
+        n=Count("pk"), last=Max("pk")
+    )
+    return f"{state['n']}:{state['last'] or 0}:{REPORT_VERSION}"
+
+
+def fingerprint(campaign: Campaign) -> str:
+    """The cache key of a report: `judgment_state` and, when the campaign has excluded
+    annotators, a digest of who is excluded and why, so a change of either is a new report."""
+    excluded = exclusions.state(campaign)
+    return judgment_state(campaign) + (f":x{excluded}" if excluded else "")
+
+
+def judgments_frame(campaign: Campaign) -> pd.DataFrame:
+    rows = Judgment.objects.filter(comparison__campaign=campaign).values_list(
+        "comparison_id",
+        "annotator__username",
+        "preference",
+        "screen_preference",
+        "assignment__left_is_a",
+        "time_on_task_ms",
+        "client_time_ms",
+        "comparison__is_gold",
+        "comparison__gold_preference",
+        "comparison__scenario__dimension",
+        "comparison__scenario__subtask",
+        "ratings",
+    )
+    frame = pd.DataFrame.from_records(
+        list(rows),
+        columns=[
+            "comparison",
+            "annotator",
+            "preference",
+            "screen_preference",
+            "left_is_a",
+            "time_on_task_ms",
+            "client_time_ms",
+            "is_gold",
+            "gold_preference",
+            "dimension",
+            "subtask",
+            "ratings",
+        ],
+    )
+    if frame.empty:
+        return frame
+    frame["gold_preference"] = frame["gold_preference"].astype(float)
+    frame["client_time_ms"] = frame["client_time_ms"].astype(float)
+    # Keyed A = the lower companion id as stored; the statistics mirror every comparison
+    # (h2htalk.stats.agreement, "Orientation"), so no re-orientation is needed here.
+    return stats.expand_ratings(frame)
+
+
+def _clean(value):
+    """JSON-safe: NaN/inf become None, numpy scalars plain numbers."""
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _alpha_rows(frame: pd.DataFrame, group: str | None, n_boot: int, seed: int) -> list[dict]:
+    regular = frame[~frame["is_gold"]]
+    groups = [("overall", regular)] if group is None else list(regular.groupby(group))
+    rows = []
+    for name, part in groups:
+        if part["comparison"].nunique() < MIN_UNITS_FOR_ALPHA:
+            continue
+        labels = ["preference5", "winner3"] + (
+            stats.rating_dimension_labels(part) if group is None else []
+        )
+        table = stats.label_agreement(part, labels=labels, n_boot=n_boot, seed=seed)
+        for label, row in table.iterrows():
+            rows.append({"group": str(name), "label": label, **row.to_dict()})
+    return rows
+
+
+def compute_report(campaign: Campaign, n_boot: int = 1000, seed: int = 0, progress=None) -> dict:
+    """The report. α, the pairwise heatmap and the label aggregation leave out the judgments of
+    annotators excluded from the campaign (annotation.exclusions); the annotator table covers
+    everyone, so an excluded annotator's flags stay visible (and clearing them is a choice made
+    with the evidence in view)."""
+    everyone = judgments_frame(campaign)
+    excluded = exclusions.summary(campaign)
+    left_out = {row["annotator"] for row in excluded}
+    frame = everyone[~everyone["annotator"].isin(left_out)] if len(everyone) else everyone
+    report = {
+        "campaign": campaign.name,
+        "judgments": len(frame),
+        "judgments_total": len(everyone),
+        "excluded": {
+            "judgments": len(everyone) - len(frame),
+            "annotators": [
+                {key: row[key] for key in ("annotator", "reason", "judgments", "created_by")}
+                for row in excluded
+            ],
+        },
+        "ci": 0.95,
+        "n_boot": n_boot,
+        "note": NOTE,
+        "overall": [],
+        "by_dimension": [],
+        "by_subtask": [],
+        "annotators": [],
+        "heatmap": {"annotators": [], "share": [], "shared": []},
+        "aggregation": None,
+    }
+    if everyone.empty:
+        return report
+    steps = [
+        ("overall", lambda: _alpha_rows(frame, None, n_boot, seed)),
+        ("by_dimension", lambda: _alpha_rows(frame, "dimension", n_boot, seed)),
+        ("by_subtask", lambda: _alpha_rows(frame, "subtask", n_boot, seed)),
+        ("annotators", lambda: _annotators(everyone, left_out)),
+        ("heatmap", lambda: _heatmap(frame)),
+        ("aggregation", lambda: _aggregation(frame)),
+    ]
+    for done, (key, step) in enumerate(steps, start=1):
+        report[key] = step()
+        if progress:
+            progress(done, len(steps), key)
+    return _clean(report)
+
+
+def _annotators(frame: pd.DataFrame, excluded=frozenset()) -> list[dict]:
+    table = stats.annotator_report(frame)
+    return [
+        {"annotator": name, **row.to_dict(), "excluded": name in excluded}
+        for name, row in table.iterrows()
+    ]
+
+
+def _heatmap(frame: pd.DataFrame) -> dict:
+    if frame.empty:  # every annotator excluded
+        return {"annotators": [], "share": [], "shared": []}
+    matrix = stats.rating_matrix(frame[~frame["is_gold"]], "winner3")
+    share, shared = stats.pairwise_agreement(matrix)
+    return {
+        "annotators": [str(name) for name in matrix.index],
+        "share": share.to_numpy().tolist(),
+        "shared": shared.to_numpy().tolist(),
+    }
+
+
+def _aggregation(frame: pd.DataFrame) -> dict | None:
+    regular = frame[~frame["is_gold"]]
+    if regular["comparison"].nunique() < MIN_UNITS_FOR_ALPHA:
+        return None
+    result = stats.aggregate_labels(regular)
+    return {
+        "units": len(result.labels),
+        "disagreement": result.disagreement,
+        "majority_ties": result.n_majority_ties,
+    }
+
+
+def annotator_flags(campaign: Campaign) -> list[dict]:
+    """The report's annotator table (with its flags) for the campaign's current judgments. It
+    covers every judgment whoever is excluded, so a stored report of the same judgments under
+    any exclusion state serves; without one it is computed now (no bootstrap needed)."""
+    base = judgment_state(campaign)
+    stored = (
+        AgreementReport.objects.filter(campaign=campaign)
+        .filter(Q(fingerprint=base) | Q(fingerprint__startswith=base + ":x"))
+        .order_by("-pk")
+        .first()
+    )
+    if stored is not None:
+        return stored.data["annotators"]
+    everyone = judgments_frame(campaign)
+    if everyone.empty:
+        return []
+    excluded = {row["annotator"] for row in exclusions.summary(campaign)}
+    return _clean(_annotators(everyone, excluded))
+
+
+def cached_report(campaign: Campaign) -> AgreementReport | None:
+    return AgreementReport.objects.filter(
+        campaign=campaign, fingerprint=fingerprint(campaign)
+    ).first()
+
+
+def store_report(campaign: Campaign, data: dict, state: str) -> AgreementReport:
+    try:
+        with transaction.atomic():
+            return AgreementReport.objects.create(campaign=campaign, fingerprint=state, data=data)
+    except IntegrityError:  # computed twice at once: keep the first
+        return AgreementReport.objects.get(campaign=campaign, fingerprint=state)
+
+
+def report_for(campaign: Campaign) -> AgreementReport:
+    """The up-to-date report, computing it now (for small campaigns and the command)."""
+    state = fingerprint(campaign)
+    existing = AgreementReport.objects.filter(campaign=campaign, fingerprint=state).first()
+    return existing or store_report(campaign, compute_report(campaign), state)

@@ -1,0 +1,350 @@
+"""REST API of calibrated judges (researchers): list and fit, the JSON document, scoring
+response pairs, import, and routing comparisons to humans. The same functions as the pages."""
+
+import json
+
+from django.conf import settings
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotation.access import managed_campaigns
+from h2htalk.params import parse_int
+from h2htalk.roles import IsResearcher
+from h2htalk.serializers import ErrorSerializer
+from scenarios.models import Response as CompanionResponse
+from scoring.calibration import routing
+from scoring.calibration import services as calibration
+from scoring.calibration.forms import MAX_DOCUMENT_BYTES
+from scoring.metrics import features as feature_data
+from scoring.metrics import jobs as metric_jobs
+from scoring.models import JudgeConfig
+
+MAX_PAIRS = 1000
+
+
+class HeldoutSummarySerializer(serializers.Serializer):
+    accuracy_without_ties = serializers.FloatField(allow_null=True)
+    accuracy_with_ties = serializers.FloatField(allow_null=True)
+    kappa = serializers.FloatField(allow_null=True)
+    log_loss = serializers.FloatField(allow_null=True)
+    brier = serializers.FloatField(allow_null=True)
+    ece = serializers.FloatField(allow_null=True)
+    spearman = serializers.FloatField(allow_null=True)
+    kendall = serializers.FloatField(allow_null=True)
+
+
+class CalibratedJudgeSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    version = serializers.IntegerField()
+    campaign = serializers.IntegerField(source="campaign_id", allow_null=True)
+    created_at = serializers.DateTimeField()
+    features = serializers.ListField(child=serializers.CharField(), source="document.features")
+    judge = serializers.JSONField(source="document.judge", allow_null=True)
+    verdict = serializers.SerializerMethodField()
+    worse_than_composite = serializers.SerializerMethodField()
+    heldout = serializers.SerializerMethodField()
+
+    def get_verdict(self, judge) -> str:
+        """The report's sentence: is it better than the paper's composite held out?"""
+        return (judge.document.get("heldout") or {}).get("verdict", "")
+
+    def get_worse_than_composite(self, judge) -> bool:
+        comparison = (judge.document.get("heldout") or {}).get("comparison") or {}
+        return bool(comparison.get("composite", {}).get("worse"))
+
+    @extend_schema(responses=HeldoutSummarySerializer)
+    def get_heldout(self, judge) -> dict:
+        """Held-out numbers of raw / composite / calibrated (null when absent)."""
+        keys = HeldoutSummarySerializer().fields
+        return {
+            name: ({k: metrics.get(k) for k in keys} if metrics else None)
+            for name, metrics in ((judge.document.get("heldout") or {}).get("judges") or {}).items()
+        }
+
+
+class FitRequestSerializer(serializers.Serializer):
+    campaign = serializers.IntegerField(help_text="Campaign id (one you manage).")
+    judge = serializers.IntegerField(
+        required=False, allow_null=True, help_text="JudgeConfig id; omit for metrics only."
+    )
+    features = serializers.ListField(
+        child=serializers.ChoiceField(choices=feature_data.ALL_FEATURES),
+        required=False,
+        help_text="Default: every metric except the embedding, log_length, the judge's features.",
+    )
+    name = serializers.CharField(required=False, allow_blank=True, max_length=120)
+    folds = serializers.IntegerField(required=False, min_value=2, max_value=10, default=5)
+    seed = serializers.IntegerField(required=False, min_value=0, default=0)
+
+
+class JobAnswerSerializer(serializers.Serializer):
+    job = serializers.IntegerField()
+    state = serializers.CharField()
+    detail = serializers.CharField()
+
+
+def _visible(request):
+    return calibration.visible_judges(request.user).select_related("campaign")
+
+
+class CalibratedJudgeList(APIView):
+    """Calibrated judges you can see; POST fits a new one (inline, or as a job when large)."""
+
+    permission_classes = [IsResearcher]
+
+    @extend_schema(responses=CalibratedJudgeSerializer(many=True))
+    def get(self, request):
+        judges = _visible(request).order_by("name", "-version")
+        return Response(CalibratedJudgeSerializer(judges, many=True).data)
+
+    @extend_schema(
+        request=FitRequestSerializer,
+        responses={
+            201: CalibratedJudgeSerializer,
+            202: JobAnswerSerializer,
+            400: ErrorSerializer,
+        },
+    )
+    def post(self, request):
+        given = FitRequestSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        data = given.validated_data
+        campaign = managed_campaigns(request.user).filter(pk=data["campaign"]).first()
+        if campaign is None:
+            return Response({"detail": "no such campaign"}, status=status.HTTP_400_BAD_REQUEST)
+        judge = None
+        if data.get("judge"):
+            judge = JudgeConfig.objects.filter(pk=data["judge"]).first()
+            if judge is None:
+                return Response({"detail": "no such judge"}, status=status.HTTP_400_BAD_REQUEST)
+        try:
+            chosen = feature_data.check_features(
+                data.get("features") or feature_data.default_features(judge), judge
+            )
+        except feature_data.FeatureError as error:
+            return Response({"detail": str(error)}, status=status.HTTP_400_BAD_REQUEST)
+        arguments = {
+            "judge": judge,
+            "features": chosen,
+            "name": data.get("name") or None,
+            "folds": data["folds"],
+            "seed": data["seed"],
+        }
+        if calibration.needs_job(campaign):
+            job = calibration.queue_fit(request.user, campaign, **arguments)
+            return Response(
+                {"job": job.pk, "state": job.state, "detail": "fitting in the background"},
+                status=status.HTTP_202_ACCEPTED,
+            )
+        try:
+            calibrated = calibration.fit(campaign, user=request.user, **arguments)
+        except feature_data.FeatureError as error:
+            return Response({"detail": str(error)}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(CalibratedJudgeSerializer(calibrated).data, status=status.HTTP_201_CREATED)
+
+
+class CalibratedJudgeDocument(APIView):
+    """The calibrated judge's versioned JSON document (schema h2htalk.calibrated-judge/1)."""
+
+    permission_classes = [IsResearcher]
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request, pk: int):
+        return Response(calibration.judge_or_404(request.user, pk).document)
+
+
+class ScoredPairSerializer(serializers.Serializer):
+    a = serializers.IntegerField(help_text="Response id of side A.")
+    b = serializers.IntegerField(help_text="Response id of side B.")
+    p = serializers.FloatField(
+        allow_null=True, help_text="P(humans prefer A over B); null when a feature is missing."
+    )
+
+
+class ScoreAnswerSerializer(serializers.Serializer):
+    judge = serializers.CharField()
+    pairs = ScoredPairSerializer(many=True)
+
+
+class CalibratedJudgeScore(APIView):
+    """Score response pairs with the calibrated judge. Reference metrics of the responses are
+    computed and stored first when missing (a cache fill; the answer does not depend on it)."""
+
+    permission_classes = [IsResearcher]
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "pair",
+                str,
+                many=True,
+                description="'<response a id>,<response b id>', repeated (at most 1000).",
+            )
+        ],
+        responses={200: ScoreAnswerSerializer, 400: ErrorSerializer},
+    )
+    def get(self, request, pk: int):
+        judge = calibration.judge_or_404(request.user, pk)
+        pairs = []
+        for value in request.query_params.getlist("pair"):
+            parts = value.split(",")
+            ids = [parse_int(part.strip()) for part in parts]
+            if len(ids) != 2 or None in ids:
+                return Response(
+                    {"detail": f"pair must be '<id>,<id>', not {value!r}"},
+                    status=status.HTTP_400_BAD_REQUEST,
+                )
+            pairs.append((ids[0], ids[1]))
+        if len(pairs) > MAX_PAIRS:
+            return Response(
+                {"detail": f"at most {MAX_PAIRS} pairs"}, status=status.HTTP_400_BAD_REQUEST
+            )
+        scored = []
+        if pairs:
+            ids = {r for pair in pairs for r in pair}
+            metric_jobs.compute(CompanionResponse.objects.filter(pk__in=ids))
+            try:
+                p, _ = calibration.score_pairs(judge.document, pairs)
+            except calibration.DocumentError as error:
+                return Response({"detail": str(error)}, status=status.HTTP_400_BAD_REQUEST)
+            scored = [
+                {"a": a, "b": b, "p": None if value != value else float(value)}
+                for (a, b), value in zip(pairs, p, strict=True)
+            ]
+        return Response({"judge": f"{judge.name} v{judge.version}", "pairs": scored})
+
+
+class ImportRequestSerializer(serializers.Serializer):
+    document = serializers.JSONField(
+        help_text="The document (an object, or a string holding its JSON)."
+    )
+    name = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=120,
+        help_text="Empty: keep name and version; else the next version of this name.",
+    )
+
+
+class CalibratedJudgeImport(APIView):
+    """Store a calibrated-judge document (201; 200 when the same one is already stored)."""
+
+    permission_classes = [IsResearcher]
+
+    @extend_schema(
+        request=ImportRequestSerializer,
+        responses={
+            201: CalibratedJudgeSerializer,
+            200: CalibratedJudgeSerializer,
+            400: ErrorSerializer,
+            413: ErrorSerializer,
+        },
+    )
+    def post(self, request):
+        # The upload form's limit, checked on the body before it is read and parsed.
+        limit = min(MAX_DOCUMENT_BYTES, settings.MAX_UPLOAD_BYTES)
+        try:
+            size = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            size = 0
+        if size > limit:
+            detail = f"The request is {size:,} bytes; the limit is {limit:,}."
+            return Response({"detail": detail}, status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
+        given = ImportRequestSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        document = given.validated_data["document"]
+        if isinstance(document, str):
+            try:
+                document = json.loads(document)
+            except json.JSONDecodeError as error:
+                return Response({"detail": f"not JSON: {error}"}, status=400)
+            except (ValueError, RecursionError):  # a huge integer, or nested too deeply
+                detail = "not JSON this platform can read: nested too deeply or a huge number"
+                return Response({"detail": detail}, status=400)
+        try:
+            judge, created = calibration.import_document(
+                document, name=given.validated_data.get("name") or None, user=request.user
+            )
+        except calibration.DocumentError as error:
+            return Response({"detail": str(error)}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(
+            CalibratedJudgeSerializer(judge).data,
+            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+        )
+
+
+class RouteRequestSerializer(serializers.Serializer):
+    source_campaign = serializers.IntegerField(help_text="Campaign id (one you manage).")
+    mode = serializers.ChoiceField(choices=routing.MODES)
+    judge = serializers.IntegerField(
+        required=False, allow_null=True, help_text="Calibrated judge id (mode uncertain)."
+    )
+    count = serializers.IntegerField(required=False, min_value=1, max_value=50_000, default=100)
+    threshold = serializers.FloatField(
+        required=False, allow_null=True, min_value=0, max_value=1, help_text="Mode composite."
+    )
+    exclude_judged = serializers.BooleanField(required=False, default=True)
+    name = serializers.CharField(max_length=150, help_text="Name of the new campaign.")
+
+
+class RouteAnswerSerializer(serializers.Serializer):
+    campaign = serializers.IntegerField()
+    name = serializers.CharField()
+    comparisons = serializers.IntegerField()
+    candidates = serializers.IntegerField()
+    skipped = serializers.IntegerField()
+    reason = serializers.CharField()
+
+
+class RouteComparisons(APIView):
+    """Create a draft campaign from the comparisons where the calibrated judge is least
+    confident, or where the paper's composite is below a threshold."""
+
+    permission_classes = [IsResearcher]
+
+    @extend_schema(
+        request=RouteRequestSerializer,
+        responses={201: RouteAnswerSerializer, 400: ErrorSerializer},
+    )
+    def post(self, request):
+        given = RouteRequestSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        data = given.validated_data
+        source = managed_campaigns(request.user).filter(pk=data["source_campaign"]).first()
+        if source is None:
+            return Response({"detail": "no such campaign"}, status=status.HTTP_400_BAD_REQUEST)
+        judge = None
+        if data.get("judge"):
+            judge = calibration.visible_judges(request.user).filter(pk=data["judge"]).first()
+            if judge is None:
+                return Response(
+                    {"detail": "no such calibrated judge"}, status=status.HTTP_400_BAD_REQUEST
+                )
+        try:
+            campaign, routed = routing.route(
+                source,
+                data["mode"],
+                data["name"].strip(),
+                request.user,
+                judge=judge,
+                count=data["count"],
+                threshold=data.get("threshold"),
+                exclude_judged=data["exclude_judged"],
+            )
+        except routing.RoutingError as error:
+            return Response({"detail": str(error)}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(
+            {
+                "campaign": campaign.pk,
+                "name": campaign.name,
+                "comparisons": len(routed.comparisons),
+                "candidates": routed.candidates,
+                "skipped": routed.skipped,
+                "reason": routed.reason,
+            },
+            status=status.HTTP_201_CREATED,
+        )

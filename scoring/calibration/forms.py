@@ -1,0 +1,189 @@
+"""Forms of the calibration pages: fit, route to humans, import, compute metrics."""
+
+import json
+
+from django import forms
+from django.conf import settings
+
+from annotation.access import managed_campaigns
+from annotation.models import Campaign
+from scoring.calibration import routing
+from scoring.calibration import services as calibration
+from scoring.metrics import features as feature_data
+from scoring.models import JudgeConfig
+
+MAX_DOCUMENT_BYTES = 2 * 1024 * 1024
+FEATURE_GROUPS = [
+    ("Reference metrics", feature_data.METRIC_FEATURES),
+    ("Length", feature_data.LENGTH_FEATURES),
+    ("LLM judge, single-answer rubric (needs a single-mode judge)", feature_data.RUBRIC_FEATURES),
+    ("LLM judge, pairwise (needs a pairwise judge)", feature_data.PAIRWISE_FEATURES),
+]
+
+
+class CalibrationForm(forms.Form):
+    campaign = forms.ModelChoiceField(
+        queryset=Campaign.objects.none(),
+        help_text="Its human judgments (regular comparisons, gold left out) are the target.",
+    )
+    judge = forms.ModelChoiceField(
+        label="LLM judge",
+        queryset=JudgeConfig.objects.order_by("name"),
+        required=False,
+        empty_label="none (metrics-only calibration)",
+        help_text="Optional: its verdicts give the raw judge and the rubric/pairwise features.",
+    )
+    features = forms.MultipleChoiceField(
+        choices=[
+            (group, [(f, f"{f} ({feature_data.LABELS[f]})") for f in names])
+            for group, names in FEATURE_GROUPS
+        ],
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Empty: every reference metric except the embedding, length, and the chosen "
+        "judge's features.",
+    )
+    name = forms.CharField(
+        max_length=120,
+        required=False,
+        help_text="Versions are numbered per name; empty: “campaign · judge”.",
+    )
+    folds = forms.IntegerField(
+        label="Folds (k)",
+        min_value=2,
+        max_value=10,
+        initial=calibration.DEFAULT_FOLDS,
+        help_text="k-fold GroupKFold by scenario, for held-out numbers and for choosing C.",
+    )
+    seed = forms.IntegerField(min_value=0, max_value=2**31 - 1, initial=0)
+
+    def __init__(self, *args, user=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["campaign"].queryset = managed_campaigns(user).order_by("name")
+
+    def clean(self):
+        cleaned = super().clean()
+        judge = cleaned.get("judge")
+        chosen = cleaned.get("features") or feature_data.default_features(judge)
+        try:
+            cleaned["features"] = feature_data.check_features(chosen, judge)
+        except feature_data.FeatureError as error:
+            self.add_error("features", str(error))
+        campaign = cleaned.get("campaign")
+        if campaign is not None:
+            judged = (
+                campaign.comparisons.filter(is_gold=False, judgments__isnull=False)
+                .values("scenario_id")
+                .distinct()
+                .count()
+            )
+            if judged < 2:
+                self.add_error(
+                    "campaign",
+                    "Needs human judgments on comparisons of at least two scenarios "
+                    "(cross-validation is by scenario).",
+                )
+        return cleaned
+
+
+class RoutingForm(forms.Form):
+    source = forms.ModelChoiceField(
+        label="Source campaign",
+        queryset=Campaign.objects.none(),
+        help_text="The comparisons to choose from.",
+    )
+    mode = forms.ChoiceField(choices=routing.MODES, widget=forms.RadioSelect)
+    judge = forms.ModelChoiceField(
+        label="Calibrated judge",
+        queryset=None,
+        required=False,
+        help_text="For “least confident”.",
+    )
+    count = forms.IntegerField(
+        label="At most",
+        min_value=1,
+        max_value=50_000,
+        initial=100,
+        help_text="Comparisons to send.",
+    )
+    threshold = forms.FloatField(
+        min_value=0.0,
+        max_value=1.0,
+        required=False,
+        help_text="For “low composite”: a comparison goes when the lower composite of its two "
+        "responses is below this (0–1).",
+    )
+    exclude_judged = forms.BooleanField(
+        label="Only comparisons no human has judged yet", required=False, initial=True
+    )
+    name = forms.CharField(label="New campaign name", max_length=150)
+
+    def __init__(self, *args, user=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["source"].queryset = managed_campaigns(user).order_by("name")
+        self.fields["judge"].queryset = calibration.visible_judges(user).order_by(
+            "name", "-version"
+        )
+
+    def clean_name(self):
+        name = self.cleaned_data["name"].strip()
+        if Campaign.objects.filter(name=name).exists():
+            raise forms.ValidationError("A campaign with this name exists already.")
+        return name
+
+    def clean(self):
+        cleaned = super().clean()
+        mode = cleaned.get("mode")
+        if mode == routing.UNCERTAIN and not cleaned.get("judge"):
+            self.add_error("judge", "Choose the calibrated judge whose confidence decides.")
+        if mode == routing.COMPOSITE and cleaned.get("threshold") is None:
+            self.add_error("threshold", "Give the composite threshold.")
+        return cleaned
+
+
+class ImportForm(forms.Form):
+    document = forms.FileField(label="Calibrated judge (JSON)")
+    name = forms.CharField(
+        max_length=120,
+        required=False,
+        help_text="Empty: keep the document's name and version. Otherwise it becomes the next "
+        "version of this name.",
+    )
+
+    def clean_document(self):
+        upload = self.cleaned_data["document"]
+        limit = min(MAX_DOCUMENT_BYTES, settings.MAX_UPLOAD_BYTES)
+        if upload.size > limit:
+            raise forms.ValidationError(
+                f"The file is {upload.size:,} bytes; the limit is {limit:,}."
+            )
+        try:
+            document = json.loads(upload.read().decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise forms.ValidationError(f"Not JSON: {error}") from error
+        except (ValueError, RecursionError) as error:  # a huge integer, or nested too deeply
+            raise forms.ValidationError(
+                "Not JSON this platform can read: nested too deeply "
+                "or a number with too many digits."
+            ) from error
+        try:
+            return calibration.validate_document(document)
+        except calibration.DocumentError as error:
+            raise forms.ValidationError(str(error)) from error
+
+
+class MetricsForm(forms.Form):
+    campaign = forms.ModelChoiceField(
+        queryset=Campaign.objects.none(),
+        help_text="Reference metrics for the responses of its comparisons.",
+    )
+    recompute = forms.BooleanField(required=False, help_text="Also responses that have metrics.")
+    embedding = forms.ChoiceField(
+        choices=[("none", "none"), ("char_ngram_hash", "hashed character n-gram cosine (proxy)")],
+        initial="none",
+        required=False,
+    )
+
+    def __init__(self, *args, user=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["campaign"].queryset = managed_campaigns(user).order_by("name")

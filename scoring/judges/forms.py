@@ -1,0 +1,223 @@
+"""Forms for judge configurations, judge runs and verdict imports (pages and API share them)."""
+
+import os
+
+from django import forms
+
+from annotation.access import managed_campaigns
+from annotation.models import Campaign
+from h2htalk.formfields import ModelMultipleChoiceField
+from scenarios.models import CompanionModel, GenerationRun
+from scoring.judges import judging
+from scoring.judges import rubric as judge
+from scoring.models import JudgeConfig, JudgeRun
+
+# What a verdict depends on: fixed once a configuration has runs (make a copy to change them),
+# so every verdict of a configuration (and its bias report) comes from one judge.
+LOCKED_FIELDS = ("mode", "model_id", "rubric", "temperature", "samples", "params")
+PLATFORM_PARAMS = {"model", "messages", "stream", "temperature", "n"}
+MAX_SAMPLES = 20
+
+
+def clean_key_env(name: str) -> str:
+    name = (name or "").strip()
+    if name and not name.replace("_", "").isalnum():
+        raise forms.ValidationError(
+            "Give the NAME of an environment variable (letters, digits, _), not the key."
+        )
+    return name
+
+
+def clean_params(params) -> dict:
+    params = params or {}
+    if not isinstance(params, dict):
+        raise forms.ValidationError("Give a JSON object.")
+    forbidden = PLATFORM_PARAMS & set(params)
+    if forbidden:
+        raise forms.ValidationError(f"{sorted(forbidden)} are set by the platform.")
+    return params
+
+
+def key_status(config: JudgeConfig) -> str:
+    """Whether the key's variable is set on the server; the key itself is never shown."""
+    if not config.api_key_env:
+        return "no key needed"
+    return "set" if os.environ.get(config.api_key_env) else "NOT SET"
+
+
+def is_locked(config: JudgeConfig | None) -> bool:
+    return bool(config and config.pk and config.runs.exists())
+
+
+class JudgeConfigForm(forms.ModelForm):
+    base_url = forms.URLField(
+        required=False,
+        assume_scheme="http",
+        help_text="Chat-completions base URL, e.g. http://127.0.0.1:8001/v1. "
+        "Empty for a judge whose verdicts are only imported.",
+    )
+    rubric = forms.CharField(
+        required=False,
+        widget=forms.Textarea(
+            attrs={"rows": 16, "class": "mono", "placeholder": "Empty: the default rubric (below)."}
+        ),
+        help_text="The judge's instructions (system message). Empty: the project's default "
+        "rubric for the mode. The scenario, the response(s) and the JSON answer format are "
+        "added by the platform.",
+    )
+    params = forms.JSONField(
+        required=False,
+        initial=dict,
+        widget=forms.Textarea(attrs={"rows": 2, "class": "mono"}),
+        help_text='Sent with every request, e.g. {"max_tokens": 600, "response_format": '
+        '{"type": "json_object"}}. The temperature has its own field.',
+    )
+    temperature = forms.FloatField(min_value=0.0, max_value=2.0, initial=0.0)
+    samples = forms.IntegerField(
+        min_value=1,
+        max_value=MAX_SAMPLES,
+        initial=1,
+        help_text="Verdicts per item (pairwise: per order). More than one needs a temperature above 0.",
+    )
+
+    class Meta:
+        model = JudgeConfig
+        fields = [
+            "name",
+            "mode",
+            "base_url",
+            "model_id",
+            "api_key_env",
+            "rubric",
+            "temperature",
+            "samples",
+            "params",
+            "max_concurrency",
+            "timeout_seconds",
+        ]
+        help_texts = {
+            "api_key_env": "The NAME of the environment variable holding the key (never the key).",
+            "model_id": "The `model` sent to the endpoint.",
+        }
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.locked = is_locked(self.instance)
+        if self.locked:
+            for name in LOCKED_FIELDS:
+                self.fields[name].disabled = True
+                self.fields[
+                    name
+                ].help_text = "Fixed: this judge has runs. Copy the configuration to change it."
+
+    def clean_api_key_env(self):
+        return clean_key_env(self.cleaned_data.get("api_key_env", ""))
+
+    def clean_params(self):
+        return clean_params(self.cleaned_data.get("params"))
+
+    def clean(self):
+        cleaned = super().clean()
+        mode, rubric = cleaned.get("mode"), (cleaned.get("rubric") or "").strip()
+        defaults = {judge.DEFAULT_SINGLE_RUBRIC.strip(), judge.DEFAULT_PAIRWISE_RUBRIC.strip()}
+        if mode and (not rubric or rubric in defaults):
+            cleaned["rubric"] = judge.default_rubric(mode)  # the other mode's default: swapped
+        if bool(cleaned.get("base_url")) != bool(cleaned.get("model_id")):
+            raise forms.ValidationError(
+                "Give both a base URL and a model id (or neither, for an imported judge)."
+            )
+        if (cleaned.get("samples") or 1) > 1 and cleaned.get("temperature") == 0:
+            self.add_error(
+                "temperature", "Several samples at temperature 0 are the same verdict repeated."
+            )
+        return cleaned
+
+
+class JudgeRunForm(forms.ModelForm):
+    """A judge run: pairwise over a campaign's comparisons (both orders), or single over the
+    responses of response runs (optionally only some companions) or of a campaign."""
+
+    judge = forms.ModelChoiceField(
+        queryset=JudgeConfig.objects.exclude(base_url="").exclude(model_id=""),
+        help_text="Judges with an endpoint.",
+    )
+    campaign = forms.ModelChoiceField(
+        queryset=None,
+        required=False,
+        help_text="Pairwise: its comparisons, in both orders. Single: the responses it compares.",
+    )
+    response_runs = ModelMultipleChoiceField(
+        queryset=GenerationRun.objects.order_by("name"),
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Single mode: grade the successful responses of these runs.",
+    )
+    companions = ModelMultipleChoiceField(
+        queryset=CompanionModel.objects.order_by("name"),
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Single mode: only these companions' responses (none ticked: all).",
+    )
+
+    class Meta:
+        model = JudgeRun
+        fields = ["name", "judge", "campaign", "token_budget"]
+        help_texts = {"token_budget": "Pause once prompt + completion tokens reach this."}
+
+    def __init__(self, *args, user=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["campaign"].queryset = (
+            managed_campaigns(user) if user is not None else Campaign.objects.none()
+        )
+        self.selected_responses = None
+
+    def clean(self):
+        cleaned = super().clean()
+        config, campaign = cleaned.get("judge"), cleaned.get("campaign")
+        runs, companions = cleaned.get("response_runs"), cleaned.get("companions")
+        if config is None:
+            return cleaned
+        if config.mode == JudgeConfig.Mode.PAIRWISE:
+            if campaign is None:
+                self.add_error(
+                    "campaign", "A pairwise judge needs a campaign: its comparisons are judged."
+                )
+            elif runs or companions:
+                raise forms.ValidationError(
+                    "A pairwise judge judges the campaign's comparisons as they are: "
+                    "leave response runs and companions empty."
+                )
+            elif not campaign.comparisons.exists():
+                self.add_error("campaign", "The campaign has no comparisons yet.")
+            return cleaned
+        if bool(campaign) == bool(runs):
+            raise forms.ValidationError(
+                "A single-answer judge grades the responses of some response runs OR of a "
+                "campaign: choose one of the two."
+            )
+        responses = judging.responses_for(runs or (), companions or (), campaign)
+        if not responses.exists():
+            raise forms.ValidationError("No successful response matches this choice.")
+        self.selected_responses = responses
+        return cleaned
+
+
+class JudgeImportForm(forms.Form):
+    file = forms.FileField(help_text="A .jsonl file of verdicts (schema below).")
+    judge = forms.CharField(
+        max_length=100,
+        help_text="The judge configuration they belong to (an existing name, or a new one: "
+        "created without an endpoint).",
+    )
+    run_name = forms.CharField(
+        max_length=120,
+        required=False,
+        help_text="The imported judge run they go into (new, or an earlier import of the same "
+        "judge). Empty: named after the file.",
+    )
+
+    def clean_file(self):
+        upload = self.cleaned_data["file"]
+        if not upload.name.lower().endswith(".jsonl"):
+            raise forms.ValidationError("Upload a .jsonl file (one verdict per line).")
+        return upload

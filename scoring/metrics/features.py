@@ -1,0 +1,375 @@
+"""Judge features of responses and the per-comparison table a calibration is fitted on.
+
+Features of one response (f), all per response except the pairwise judge's:
+
+- reference metrics from MetricScore (scoring.metrics.jobs): ``rouge1``, ``rouge2``, ``rougeL``,
+  ``bleu1`` … ``bleu4`` and, when an embedding backend was used, ``embedding_cosine``;
+- ``log_length``: log(1 + non-whitespace characters of the response) (MetricScore
+  ``length_chars``);
+- single-answer LLM judge: ``judge_<dimension>`` for the rating dimensions (empathy, fluency,
+  memory_use, planning, persona_consistency, safety), each the mean of the judge's 1–10
+  scores over every usable verdict (parse strict or fallback) of every run of that judge
+  config; ``judge_mean`` (not a model feature) is the mean over the dimensions it scored;
+- pairwise LLM judge: ``judge_win_share``, the share of the judge's verdicts on the pair that
+  went to this side (ties half, both presentation orders and all samples together), so
+  f(A) − f(B) = 2·share(A) − 1. It depends on the pair, which is why features are computed for
+  the two sides of a pair (`side_features`).
+
+A difference f(A) − f(B) with the feature missing on either side is 0 (stats.calibration).
+The paper's composite of each side is recomputed from the metric columns present for every
+response of the table (scoring.metrics.composite.composite_columns), so one renormalisation holds for
+all rows.
+"""
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from scipy.special import expit
+
+from annotation import exclusions
+from annotation.models import RATING_DIMENSIONS, Campaign, Comparison, Judgment
+from h2htalk.stats import calibration as stats
+from scoring.metrics import composite as paper
+from scoring.models import JudgeConfig, JudgeVerdict, MetricScore
+
+METRIC_FEATURES = (
+    "rouge1",
+    "rouge2",
+    "rougeL",
+    "bleu1",
+    "bleu2",
+    "bleu3",
+    "bleu4",
+    "embedding_cosine",
+)
+LENGTH_FEATURES = ("log_length",)
+RUBRIC_DIMENSIONS = tuple(name for name, _ in RATING_DIMENSIONS)
+RUBRIC_FEATURES = tuple(f"judge_{name}" for name in RUBRIC_DIMENSIONS)
+PAIRWISE_FEATURES = ("judge_win_share",)
+ALL_FEATURES = METRIC_FEATURES + LENGTH_FEATURES + RUBRIC_FEATURES + PAIRWISE_FEATURES
+LABELS = {
+    "rouge1": "ROUGE-1 F1",
+    "rouge2": "ROUGE-2 F1",
+    "rougeL": "ROUGE-L F1",
+    "bleu1": "BLEU-1",
+    "bleu2": "BLEU-2",
+    "bleu3": "BLEU-3",
+    "bleu4": "BLEU-4",
+    "embedding_cosine": "embedding cosine",
+    "log_length": "log length (characters)",
+    **{f"judge_{name}": f"LLM rubric: {label}" for name, label in RATING_DIMENSIONS},
+    "judge_win_share": "LLM pairwise: share of verdicts won",
+}
+USABLE = (JudgeVerdict.Parse.STRICT, JudgeVerdict.Parse.FALLBACK)
+CHUNK = 5_000
+
+
+class FeatureError(ValueError):
+    """The data cannot give the features asked for (said in a sentence for the page)."""
+
+
+def judge_features(judge: JudgeConfig | None) -> tuple[str, ...]:
+    if judge is None:
+        return ()
+    return RUBRIC_FEATURES if judge.mode == JudgeConfig.Mode.SINGLE else PAIRWISE_FEATURES
+
+
+def default_features(judge: JudgeConfig | None, with_embedding: bool = False) -> list[str]:
+    metrics = [f for f in METRIC_FEATURES if with_embedding or f != "embedding_cosine"]
+    return [*metrics, *LENGTH_FEATURES, *judge_features(judge)]
+
+
+def check_features(features, judge: JudgeConfig | None) -> list[str]:
+    """The features in canonical order; FeatureError for unknown ones or judge features that
+    the chosen judge (or its absence) cannot give."""
+    unknown = [f for f in features if f not in ALL_FEATURES]
+    if unknown:
+        raise FeatureError(f"unknown feature(s): {', '.join(unknown)}")
+    allowed = set(METRIC_FEATURES + LENGTH_FEATURES + judge_features(judge))
+    wrong = [f for f in features if f not in allowed]
+    if wrong:
+        who = "no LLM judge was chosen" if judge is None else f"judge {judge.name} is {judge.mode}"
+        raise FeatureError(f"{', '.join(wrong)} cannot be used: {who}")
+    return [f for f in ALL_FEATURES if f in set(features)]
+
+
+def _chunks(values, size=CHUNK):
+    values = list(values)
+    for start in range(0, len(values), size):
+        yield values[start : start + size]
+
+
+# ---------------------------------------------------------------- per response
+
+
+def metric_table(response_ids) -> pd.DataFrame:
+    """Stored metrics per response (index: response id); responses without metrics are absent."""
+    rows = []
+    for chunk in _chunks(sorted(set(response_ids))):
+        rows.extend(
+            MetricScore.objects.filter(response_id__in=chunk).values_list("response_id", "values")
+        )
+    records = {}
+    for response_id, values in rows:
+        record = {name: _number(values.get(name)) for name in METRIC_FEATURES}
+        chars = _number(values.get("length_chars"))
+        record["log_length"] = math.log1p(chars) if not math.isnan(chars) else math.nan
+        records[response_id] = record
+    columns = [*METRIC_FEATURES, "log_length"]
+    frame = pd.DataFrame.from_dict(records, orient="index", columns=columns, dtype=float)
+    frame.index.name = "response"
+    return frame
+
+
+def _number(value) -> float:
+    if isinstance(value, bool) or value is None:
+        return math.nan
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return math.nan
+    return number if math.isfinite(number) else math.nan
+
+
+def rubric_table(judge: JudgeConfig, response_ids) -> pd.DataFrame:
+    """Mean 1–10 score per dimension (judge_<dim>) and judge_mean per response graded by the
+    judge (single mode); responses without a usable verdict are absent."""
+    sums: dict[int, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for chunk in _chunks(sorted(set(response_ids))):
+        verdicts = JudgeVerdict.objects.filter(
+            run__judge=judge, response_id__in=chunk, parse__in=USABLE
+        ).values_list("response_id", "scores")
+        for response_id, scores in verdicts:
+            for dimension in RUBRIC_DIMENSIONS:
+                value = _number((scores or {}).get(dimension))
+                if not math.isnan(value) and 1 <= value <= 10:
+                    sums[response_id][dimension].append(value)
+    records = {}
+    for response_id, by_dimension in sums.items():
+        record = {
+            f"judge_{d}": float(np.mean(by_dimension[d])) if by_dimension.get(d) else math.nan
+            for d in RUBRIC_DIMENSIONS
+        }
+        present = [v for v in record.values() if not math.isnan(v)]
+        if not present:
+            continue
+        record["judge_mean"] = float(np.mean(present))
+        records[response_id] = record
+    columns = [*RUBRIC_FEATURES, "judge_mean"]
+    frame = pd.DataFrame.from_dict(records, orient="index", columns=columns, dtype=float)
+    frame.index.name = "response"
+    return frame
+
+
+def pairwise_shares(judge: JudgeConfig, pairs) -> dict[tuple[int, int], tuple[float, int]]:
+    """(share of verdicts for the first response of each (a, b) pair, ties half; verdicts)
+    over both presentation orders; pairs without a usable verdict are absent."""
+    wanted = {(int(a), int(b)) for a, b in pairs}
+    ids = sorted({r for pair in wanted for r in pair})
+    tally: dict[tuple[int, int], list[float]] = defaultdict(lambda: [0.0, 0])
+    for chunk in _chunks(ids):
+        verdicts = JudgeVerdict.objects.filter(
+            run__judge=judge,
+            first_id__in=chunk,
+            parse__in=USABLE,
+            winner__in=("first", "second", "tie"),
+        ).values_list("first_id", "second_id", "winner")
+        for first, second, winner in verdicts.iterator(chunk_size=5000):
+            if (first, second) in wanted:
+                a_is_first, key = True, (first, second)
+            elif (second, first) in wanted:
+                a_is_first, key = False, (second, first)
+            else:
+                continue
+            credit = 0.5 if winner == "tie" else float((winner == "first") == a_is_first)
+            tally[key][0] += credit
+            tally[key][1] += 1
+    return {key: (won / n, int(n)) for key, (won, n) in tally.items() if n}
+
+
+@dataclass
+class Sides:
+    """Features of the two sides of many pairs: row i of `a` and of `b` is pair i."""
+
+    a: pd.DataFrame
+    b: pd.DataFrame
+    composite_a: np.ndarray
+    composite_b: np.ndarray
+    raw: np.ndarray  # the judge's own P(A) (NaN without a judge or a verdict)
+    composite_note: str
+    complete: np.ndarray  # bool: metrics on both sides, and judge data when a judge is used
+    reasons: dict = field(default_factory=dict)  # why rows are incomplete: counts
+
+
+def side_features(pairs, judge: JudgeConfig | None = None) -> Sides:
+    """Every feature (ALL_FEATURES that the data has) for each side of (response a, response b)
+    pairs, the composite of each side and the raw judge probability."""
+    pairs = [(int(a), int(b)) for a, b in pairs]
+    ids = sorted({r for pair in pairs for r in pair})
+    metrics = metric_table(ids)
+    frame_a = metrics.reindex([a for a, _ in pairs])
+    frame_b = metrics.reindex([b for _, b in pairs])
+    has_metrics = frame_a["rouge1"].notna().to_numpy() & frame_b["rouge1"].notna().to_numpy()
+    raw = np.full(len(pairs), np.nan)
+    has_judge = np.ones(len(pairs), dtype=bool)
+    if judge is not None and judge.mode == JudgeConfig.Mode.SINGLE:
+        rubric = rubric_table(judge, ids)
+        rubric_a = rubric.reindex([a for a, _ in pairs])
+        rubric_b = rubric.reindex([b for _, b in pairs])
+        for column in RUBRIC_FEATURES:
+            frame_a[column] = rubric_a[column].to_numpy()
+            frame_b[column] = rubric_b[column].to_numpy()
+        mean_a, mean_b = rubric_a["judge_mean"].to_numpy(), rubric_b["judge_mean"].to_numpy()
+        raw = expit(mean_a - mean_b)
+        has_judge = ~np.isnan(mean_a) & ~np.isnan(mean_b)
+    elif judge is not None:
+        shares = pairwise_shares(judge, pairs)
+        share = np.array([shares.get(pair, (math.nan, 0))[0] for pair in pairs], dtype=float)
+        frame_a["judge_win_share"] = share
+        frame_b["judge_win_share"] = 1 - share
+        raw = share
+        has_judge = ~np.isnan(share)
+    frame_a = frame_a.reset_index(drop=True)
+    frame_b = frame_b.reset_index(drop=True)
+    composite_a, composite_b, note = _composites(frame_a, frame_b, has_metrics)
+    return Sides(
+        a=frame_a,
+        b=frame_b,
+        composite_a=composite_a,
+        composite_b=composite_b,
+        raw=raw,
+        composite_note=note,
+        complete=has_metrics & has_judge,
+        reasons={
+            "without_metrics": int((~has_metrics).sum()),
+            "without_judge_verdicts": int((has_metrics & ~has_judge).sum()),
+        },
+    )
+
+
+def _composites(frame_a, frame_b, rows) -> tuple[np.ndarray, np.ndarray, str]:
+    """The paper's composite of both sides over the metric terms present in every used row."""
+    n = len(frame_a)
+    out_a, out_b = np.full(n, np.nan), np.full(n, np.nan)
+    if not rows.any():
+        return out_a, out_b, ""
+    columns = {}
+    for term in paper.PAPER_WEIGHTS:
+        if term not in frame_a.columns:
+            continue
+        both = np.concatenate([frame_a[term].to_numpy()[rows], frame_b[term].to_numpy()[rows]])
+        if not np.isnan(both).any():
+            columns[term] = both
+    backend = "char_ngram_hash" if "embedding_cosine" in columns else None
+    result = paper.composite_columns(columns, embedding_backend=backend)
+    used = int(rows.sum())
+    out_a[rows], out_b[rows] = result.score[:used], result.score[used:]
+    return out_a, out_b, result.note
+
+
+# ---------------------------------------------------------------- per comparison
+
+
+@dataclass
+class Table:
+    """The per-comparison table of a campaign (see `comparison_table`)."""
+
+    frame: pd.DataFrame
+    features: list[str]
+    judgments: pd.DataFrame  # comparison, annotator, preference of the comparisons kept
+    composite_note: str
+    info: dict
+
+
+def comparison_table(campaign: Campaign, judge: JudgeConfig | None = None, features=None) -> Table:
+    """One row per regular (non-gold) comparison of the campaign with human judgments.
+
+    Columns: comparison, scenario, subtask, companion_a, companion_b, response_a, response_b,
+    votes_a, votes_tie, votes_b, n_votes, mean_preference, majority (−1 A, 0 tie, 1 B),
+    majority_tied, composite_a, composite_b, composite_diff, raw (the judge's P(A); NaN without
+    a judge), and a_<f>, b_<f>, d_<f> = a_<f> − b_<f> for every feature. Comparisons without
+    metrics on both sides, or (with a judge) without its verdicts, are left out and counted
+    in info. Gold comparisons are left out, as in the agreement report, and so are the
+    judgments of annotators excluded from the campaign (annotation.exclusions; counted in info
+    as excluded_judgments and excluded_annotators).
+    """
+    if features is None:
+        features = default_features(judge)
+    features = check_features(features, judge)
+    regular = Judgment.objects.filter(comparison__campaign=campaign, comparison__is_gold=False)
+    excluded = exclusions.excluded_annotator_ids(campaign)
+    judgments = pd.DataFrame.from_records(
+        list(
+            regular.exclude(annotator_id__in=excluded).values_list(
+                "comparison_id", "annotator_id", "preference"
+            )
+        ),
+        columns=["comparison", "annotator", "preference"],
+    )
+    info = {"judged_comparisons": int(judgments["comparison"].nunique()) if len(judgments) else 0}
+    info["excluded_annotators"] = len(excluded)
+    info["excluded_judgments"] = (
+        regular.filter(annotator_id__in=excluded).count() if excluded else 0
+    )
+    if judgments.empty:
+        left_out = (
+            f" ({info['excluded_judgments']} judgment(s) of excluded annotators left out)"
+            if info["excluded_judgments"]
+            else ""
+        )
+        raise FeatureError(f"campaign {campaign.name} has no human judgments yet{left_out}")
+    comparisons = pd.DataFrame.from_records(
+        list(
+            Comparison.objects.filter(campaign=campaign, is_gold=False)
+            .values_list(
+                "pk",
+                "scenario_id",
+                "scenario__subtask",
+                "response_a__companion_id",
+                "response_b__companion_id",
+                "response_a_id",
+                "response_b_id",
+            )
+            .order_by("pk")
+        ),
+        columns=[
+            "comparison",
+            "scenario",
+            "subtask",
+            "companion_a",
+            "companion_b",
+            "response_a",
+            "response_b",
+        ],
+    )
+    votes = stats.votes_frame(judgments)
+    frame = comparisons.merge(votes, left_on="comparison", right_index=True, how="inner")
+    frame = frame.reset_index(drop=True)
+    sides = side_features(zip(frame["response_a"], frame["response_b"], strict=True), judge)
+    missing = [
+        f
+        for f in features
+        if f in METRIC_FEATURES + LENGTH_FEATURES
+        and (sides.a[f].isna() | sides.b[f].isna()).to_numpy()[sides.complete].any()
+    ]
+    if missing:
+        hint = (
+            " (compute metrics with an embedding backend)" if "embedding_cosine" in missing else ""
+        )
+        raise FeatureError(f"{', '.join(missing)} is missing for some responses{hint}")
+    keep = sides.complete
+    info.update(sides.reasons)
+    for name in features:
+        frame[f"a_{name}"] = sides.a[name].to_numpy()
+        frame[f"b_{name}"] = sides.b[name].to_numpy()
+        frame[f"d_{name}"] = frame[f"a_{name}"] - frame[f"b_{name}"]
+    frame["composite_a"], frame["composite_b"] = sides.composite_a, sides.composite_b
+    frame["composite_diff"] = frame["composite_a"] - frame["composite_b"]
+    frame["raw"] = sides.raw
+    frame = frame[keep].reset_index(drop=True)
+    used = judgments[judgments["comparison"].isin(frame["comparison"])].reset_index(drop=True)
+    info.update(comparisons=len(frame), judgments=len(used), scenarios=frame["scenario"].nunique())
+    return Table(frame, features, used, sides.composite_note, info)

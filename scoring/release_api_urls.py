@@ -1,9 +1,0 @@
-from rest_framework import routers
-
-from .release_api import ReleaseViewSet
-
-# A SimpleRouter: the project's router owns the API root (no second "api-root" name).
-router = routers.SimpleRouter()
-router.register("", ReleaseViewSet, basename="release")
-
-urlpatterns = router.urls

@@ -1,0 +1,69 @@
+"""The form that freezes a new benchmark release."""
+
+from django import forms
+
+from annotation.access import managed_campaigns
+from h2htalk.formfields import ModelMultipleChoiceField
+from scenarios.models import CompanionModel
+from scoring.models import CalibratedJudge, Release
+from scoring.releases import service as releases
+
+MIN_BOOT, MAX_BOOT = 100, 10_000
+
+
+class ReleaseForm(forms.Form):
+    name = forms.CharField(max_length=150)
+    description = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
+    campaign = forms.ModelChoiceField(
+        queryset=None, help_text="Human judgments and the responses' runs come from here."
+    )
+    companions = ModelMultipleChoiceField(
+        queryset=CompanionModel.objects.all(),
+        required=False,
+        help_text="Companions to rank (at least two of the campaign's); none chosen: all of "
+        "the campaign's companions.",
+    )
+    anchor = forms.ModelChoiceField(
+        queryset=CompanionModel.objects.all(),
+        help_text="Win rates are reported against this companion.",
+    )
+    judge = forms.ModelChoiceField(
+        queryset=None,
+        required=False,
+        empty_label="— no judge (humans and reference metrics only) —",
+        help_text="A calibrated judge scores every pair of responses on every scenario.",
+    )
+    seed = forms.IntegerField(min_value=0, max_value=2**31 - 1, initial=0)
+    n_boot = forms.IntegerField(
+        label="Bootstrap draws", min_value=MIN_BOOT, max_value=MAX_BOOT, initial=1000
+    )
+
+    def __init__(self, *args, user=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        from scoring.calibration import services as calibration
+
+        self.fields["campaign"].queryset = managed_campaigns(user).order_by("name")
+        self.fields["judge"].queryset = (
+            calibration.visible_judges(user).order_by("name", "-version")
+            if user is not None
+            else CalibratedJudge.objects.none()
+        )
+
+    def clean_name(self):
+        name = self.cleaned_data["name"].strip()
+        if Release.objects.filter(name=name).exists():
+            raise forms.ValidationError("A release with this name exists.")
+        return name
+
+    def clean(self):
+        data = super().clean()
+        campaign = data.get("campaign")
+        if campaign is None or "anchor" not in data:
+            return data
+        try:
+            data["companions"] = releases.check_choices(
+                campaign, list(data.get("companions") or []), data["anchor"], data.get("judge")
+            )
+        except releases.ReleaseError as error:
+            raise forms.ValidationError(str(error)) from error
+        return data

@@ -1,0 +1,83 @@
+"""Frozen benchmark releases and their computed results."""
+
+from django.conf import settings
+from django.db import models
+
+from annotation.models import Campaign
+from scoring.calibration.models import CalibratedJudge
+
+
+class Release(models.Model):
+    """A benchmark release: its inputs frozen as ids and content hashes (`inputs`, see
+    scoring.releases.service) with a sha256 `fingerprint`; its numbers (ReleaseResult) are computed from
+    those inputs only, and `manage.py benchmark_report RELEASE --check` reproduces them."""
+
+    class State(models.TextChoices):
+        PENDING = "pending", "Waiting to be frozen and computed"
+        COMPUTING = "computing", "Computing"
+        READY = "ready", "Ready"
+        FAILED = "failed", "Failed"
+
+    name = models.CharField(max_length=150, unique=True)
+    description = models.TextField(blank=True)
+    campaign = models.ForeignKey(
+        Campaign,
+        on_delete=models.PROTECT,
+        related_name="releases",
+        help_text="Where the human judgments (and the responses' runs) come from.",
+    )
+    companions = models.ManyToManyField(
+        "scenarios.CompanionModel", related_name="releases", help_text="Companions ranked."
+    )
+    anchor = models.ForeignKey(
+        "scenarios.CompanionModel",
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="Win rates are reported against this companion.",
+    )
+    judge = models.ForeignKey(
+        CalibratedJudge,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="releases",
+        help_text="Calibrated judge scoring every pair (none: humans and metrics only).",
+    )
+    seed = models.PositiveIntegerField(default=0)
+    n_boot = models.PositiveIntegerField("bootstrap draws", default=1000)
+    inputs = models.JSONField(null=True, blank=True, help_text="Frozen inputs (ids + hashes).")
+    fingerprint = models.CharField(max_length=64, blank=True, db_index=True)
+    is_demo = models.BooleanField(default=False, help_text="Built from demo data.")
+    state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
+    message = models.TextField(blank=True)
+    job = models.ForeignKey(
+        "h2htalk.Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    checked_at = models.DateTimeField(null=True, blank=True)
+    check_ok = models.BooleanField(null=True, blank=True)
+    check_message = models.TextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    frozen_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return self.name
+
+
+class ReleaseResult(models.Model):
+    """The numbers of a release (deterministic JSON) and how they were computed."""
+
+    release = models.OneToOneField(Release, on_delete=models.CASCADE, related_name="result")
+    data = models.JSONField()
+    data_sha256 = models.CharField(max_length=64)
+    code_version = models.CharField(max_length=200)
+    computed_at = models.DateTimeField()
+    seconds = models.FloatField()
+
+    def __str__(self):
+        return f"results of {self.release}"

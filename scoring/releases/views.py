@@ -1,0 +1,113 @@
+"""Benchmark release pages: the list, freezing a new release, the leaderboard, its files, and
+computing / verifying it. Researchers who own or are members of the release's campaign, and
+admins."""
+
+from django.contrib import messages
+from django.db import transaction
+from django.http import HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from h2htalk import jobs
+from h2htalk.params import int_param
+from h2htalk.roles import RESEARCHER, role_required
+from scoring.models import Release, ReleaseResult
+from scoring.releases import plots
+from scoring.releases import service as releases
+from scoring.releases.forms import ReleaseForm
+
+
+def _result(release: Release):
+    """The stored numbers (kept when a later recomputation or check fails: they are the numbers
+    of the frozen inputs; the page says that the check failed)."""
+    try:
+        return release.result
+    except ReleaseResult.DoesNotExist:
+        return None
+
+
+@role_required(RESEARCHER)
+def release_list(request):
+    rows = list(
+        releases.visible_releases(request.user)
+        .select_related("campaign", "anchor", "judge", "created_by")
+        .defer("inputs", "judge__document")
+        .order_by("-created_at")
+    )
+    return render(request, "releases/list.html", {"releases": rows})
+
+
+@role_required(RESEARCHER)
+def release_create(request):
+    initial = {"seed": 0, "n_boot": 1000}
+    if int_param(request.GET, "campaign") is not None:
+        initial["campaign"] = int_param(request.GET, "campaign")
+    form = ReleaseForm(request.POST or None, initial=initial, user=request.user)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        release = releases.create_release(
+            name=data["name"],
+            description=data["description"],
+            campaign=data["campaign"],
+            companions=data["companions"],
+            anchor=data["anchor"],
+            judge=data["judge"],
+            seed=data["seed"],
+            n_boot=data["n_boot"],
+            user=request.user,
+        )
+        if release.state == Release.State.FAILED:
+            messages.error(request, f"The release could not be computed: {release.message}")
+        elif release.state == Release.State.READY:
+            messages.success(request, f"Release {release.name} frozen and computed.")
+        else:
+            messages.info(request, "A large release: it is frozen and computed in the background.")
+        return redirect("releases:detail", pk=release.pk)
+    return render(request, "releases/form.html", {"form": form})
+
+
+@role_required(RESEARCHER)
+def release_detail(request, pk):
+    release = releases.release_or_404(request.user, pk)
+    context = {"release": release, "no_judge": releases.NO_JUDGE}
+    job = releases.running_job(release)
+    if job:
+        context["job"] = job
+        context["progress"] = jobs.live_progress(job)
+    result = _result(release)
+    if result is not None:
+        context.update(plots.leaderboard_context(release, result.data))
+        context["result"] = result
+    return render(request, "releases/detail.html", context)
+
+
+@role_required(RESEARCHER)
+def release_export(request, pk, fmt):
+    release = releases.release_or_404(request.user, pk)
+    if _result(release) is None:
+        messages.error(request, "The release has no numbers yet.")
+        return redirect("releases:detail", pk=release.pk)
+    response = HttpResponse(releases.FILES[fmt](release), content_type=releases.CONTENT_TYPES[fmt])
+    response["Content-Disposition"] = f'attachment; filename="{releases.file_stem(release)}.{fmt}"'
+    return response
+
+
+@require_POST
+@role_required(RESEARCHER)
+def release_compute(request, pk):
+    """Compute a release without numbers, or recompute and verify one with numbers: inline for
+    small releases, as a background job for large ones."""
+    release = releases.release_or_404(request.user, pk)
+    if releases.running_job(release):
+        messages.info(request, "This release is being computed already.")
+    elif releases.needs_job(release):
+        with transaction.atomic():
+            releases.queue_compute(release, request.user)
+        messages.info(request, "A large release: it is computed / verified in the background.")
+    else:
+        sentence = releases.compute_or_check(release)
+        release.refresh_from_db()
+        ok = release.state == Release.State.READY and release.check_ok is not False
+        (messages.success if ok else messages.error)(request, sentence)
+    return redirect(reverse("releases:detail", kwargs={"pk": release.pk}))
