@@ -29,6 +29,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from bench._common import env_int, latency_row, log, measured, throughput_row, traced_peak_mib
+from bench._world import imported_companions, imported_responses
 
 JUDGMENTS = env_int("BENCH_AGREEMENT_JUDGMENTS", 100_000)
 SCENARIOS = env_int("BENCH_AGREEMENT_SCENARIOS", 4_650)
@@ -39,11 +40,6 @@ SAMPLES = env_int("BENCH_AGREEMENT_SAMPLES", 20)
 VOTES = 3
 UNITS = math.ceil(JUDGMENTS / VOTES)  # 33,334 comparisons → 100,002 judgments
 GOLD_SHARE = 0.02
-SUBTASKS = (
-    "dialogue_base", "dialogue_emotion", "dialogue_schedule", "recollection_synthesize",
-    "recollection_refine", "recollection_initialize", "itinerary_basic", "itinerary_middle",
-    "itinerary_advanced", "itinerary_feedback", "itinerary_initialize",
-)  # fmt: skip
 CUTS = np.array([-1.2, -0.4, 0.4, 1.2])  # latent preference → −2..2 (negative = A better)
 
 
@@ -222,6 +218,9 @@ def _users():
 def _scenarios() -> list:
     """SCENARIOS approved scenarios over the subtasks, three personas, English and Chinese."""
     from scenarios.models import Persona, Scenario
+    from scenarios.taxonomy import Subtask
+
+    subtasks = Subtask.values  # the 11 subtasks in turn
 
     personas = Persona.objects.bulk_create(
         [
@@ -233,7 +232,7 @@ def _scenarios() -> list:
     for k in range(SCENARIOS):
         scenario = Scenario(
             external_id=f"agree-{k:05d}",
-            subtask=SUBTASKS[k % len(SUBTASKS)],
+            subtask=subtasks[k % len(subtasks)],
             persona=personas[k % len(personas)],
             user_message=f"Message {k}: a long week, and tomorrow looks no better.",
             reference_response=f"Reference {k}: that sounds exhausting, tell me more.",
@@ -248,34 +247,15 @@ def _scenarios() -> list:
 def _companions_and_responses():
     """COMPANIONS companions and one imported response of each to every scenario; the
     response ids as a scenarios × companions array (A = the lower companion id)."""
-    from scenarios.models import CompanionModel, GenerationRun, Response
+    from scenarios.models import GenerationRun
 
-    companions = CompanionModel.objects.bulk_create(
-        [
-            CompanionModel(name=f"bench-companion-{k:02d}", provider="imported")
-            for k in range(COMPANIONS)
-        ]
-    )
-    companions.sort(key=lambda c: c.pk)  # response A = the lower companion id
+    companions = imported_companions(COMPANIONS)
     scenarios = _scenarios()
     log(f"{len(scenarios):,} scenarios, {COMPANIONS} companions, {ANNOTATORS} annotators")
     run = GenerationRun.objects.create(
         name="bench agreement import", kind=GenerationRun.Kind.IMPORT
     )
-    created = Response.objects.bulk_create(
-        [
-            Response(
-                run=run,
-                scenario=scenario,
-                companion=companion,
-                text=f"Reply of {c} to {s}: " + "warm words " * (3 + c % 7),
-            )
-            for s, scenario in enumerate(scenarios)
-            for c, companion in enumerate(companions)
-        ],
-        batch_size=5_000,
-    )
-    response_ids = np.array([r.pk for r in created], dtype=np.int64).reshape(SCENARIOS, COMPANIONS)
+    response_ids = imported_responses(run, scenarios, companions)
     log(f"{response_ids.size:,} responses")
     return companions, run, scenarios, response_ids
 

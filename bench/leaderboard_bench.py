@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from bench._common import env_int, measured
+from bench._world import imported_companions, imported_responses
 
 COMPANIONS = env_int("BENCH_RELEASE_COMPANIONS", 50)
 SCENARIOS = env_int("BENCH_RELEASE_SCENARIOS", 4_650)
@@ -31,11 +32,6 @@ COMPARISONS = env_int("BENCH_RELEASE_COMPARISONS", 10_000)
 BT_COMPARISONS = env_int("BENCH_BT_COMPARISONS", 1_000_000)
 DRAWS = env_int("BENCH_LEADERBOARD_DRAWS", 1_000)
 VOTES = 3
-SUBTASKS = (
-    "dialogue_base", "dialogue_emotion", "dialogue_schedule", "recollection_synthesize",
-    "recollection_refine", "recollection_initialize", "itinerary_basic", "itinerary_middle",
-    "itinerary_advanced", "itinerary_feedback", "itinerary_initialize",
-)  # fmt: skip
 
 
 # ---------------------------------------------------------------- measuring
@@ -85,22 +81,17 @@ def populate(rng) -> dict:
     """Scenarios, companions, responses with stored metrics, a rated campaign, a judge."""
     from django.contrib.auth import get_user_model
 
-    from scenarios.models import CompanionModel, GenerationRun
+    from scenarios.models import GenerationRun
 
     User = get_user_model()
     owner = User.objects.create(username="bench-owner")
     raters = User.objects.bulk_create([User(username=f"bench-rater-{k}") for k in range(30)])
-    companions = CompanionModel.objects.bulk_create(
-        [
-            CompanionModel(name=f"bench-companion-{k:02d}", provider="imported")
-            for k in range(COMPANIONS)
-        ]
-    )
+    companions = imported_companions(COMPANIONS)
     strength = rng.normal(0, 0.6, COMPANIONS)
     scenarios = _scenarios()
     run = GenerationRun.objects.create(name="bench run", kind=GenerationRun.Kind.IMPORT)
     quality = strength[None, :] + rng.normal(0, 1.0, (SCENARIOS, COMPANIONS))
-    response_ids = _responses(run, scenarios, companions)
+    response_ids = imported_responses(run, scenarios, companions)
     _metric_scores(rng, quality, response_ids)
     campaign = _rated_campaign(
         rng, owner, raters, companions, run, scenarios, response_ids, quality
@@ -115,12 +106,15 @@ def populate(rng) -> dict:
 
 def _scenarios() -> list:
     from scenarios.models import Scenario
+    from scenarios.taxonomy import Subtask
+
+    subtasks = Subtask.values  # the 11 subtasks in turn
 
     scenarios = []
     for k in range(SCENARIOS):
         scenario = Scenario(
             external_id=f"b{k:05d}",
-            subtask=SUBTASKS[k % len(SUBTASKS)],
+            subtask=subtasks[k % len(subtasks)],
             user_message=f"Bench message {k}: a long week, and tomorrow looks no better.",
             reference_response=f"Reference answer {k}: that sounds exhausting, tell me more.",
             language="en",
@@ -129,29 +123,6 @@ def _scenarios() -> list:
         scenario.refresh_derived()
         scenarios.append(scenario)
     return Scenario.objects.bulk_create(scenarios, batch_size=2_000)
-
-
-def _responses(run, scenarios, companions) -> np.ndarray:
-    """One response of every companion to every scenario: their ids, scenarios × companions."""
-    from scenarios.models import Response
-
-    created = Response.objects.bulk_create(
-        [
-            Response(
-                run=run,
-                scenario=scenario,
-                companion=companion,
-                text=f"Reply of {c} to {s}: " + "warm words " * (3 + c % 7),
-            )
-            for s, scenario in enumerate(scenarios)
-            for c, companion in enumerate(companions)
-        ],
-        batch_size=5_000,
-    )
-    response_ids = np.zeros((SCENARIOS, COMPANIONS), dtype=np.int64)
-    for k, response in enumerate(created):
-        response_ids[k // COMPANIONS, k % COMPANIONS] = response.pk
-    return response_ids
 
 
 def _metric_scores(rng, quality: np.ndarray, response_ids: np.ndarray) -> None:
