@@ -1,10 +1,15 @@
-"""Small helpers shared by benchmark modules (no Django imports here)."""
+"""Small helpers shared by benchmark modules (Django only imported inside start_gunicorn)."""
 
 import math
 import os
+import resource
+import signal
+import socket
 import statistics
+import subprocess
 import sys
 import time
+import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
@@ -59,3 +64,102 @@ def latency_row(
         "samples": len(ms),
         "notes": notes,
     }
+
+
+# ---------------------------------------------------------------- memory
+
+
+def _status_mib(key: str) -> float | None:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
+def _reset_peak() -> bool:
+    """Reset the resident high-water mark where Linux allows, so a step's peak is its own."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+        return True
+    except OSError:
+        return False
+
+
+def _peak_mib() -> float:
+    peak = _status_mib("VmHWM")
+    return peak if peak is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def measured(benchmark: str, fn: Callable, rows: int, notes: str = "") -> tuple[dict, object]:
+    """Run fn once: a throughput row with the wall time and the resident peak during it (and
+    its growth over the resident size at the start), and fn's value."""
+    before = _status_mib("VmRSS")
+    reset = _reset_peak()
+    start = time.perf_counter()
+    value = fn()
+    seconds = time.perf_counter() - start
+    peak = _peak_mib()
+    if reset and before is not None:
+        scope = f"+{peak - before:,.0f} MiB over the {before:,.0f} MiB at its start"
+    elif reset:
+        scope = "during the step"
+    else:
+        scope = "process peak so far"
+    log(f"{benchmark}: {seconds:.2f} s, peak RSS {peak:,.0f} MiB ({scope})")
+    row = throughput_row(benchmark, rows, seconds)
+    row["peak_mib"] = round(peak, 1)
+    row["peak_growth_mib"] = round(peak - before, 1) if reset and before is not None else None
+    row["notes"] = f"peak RSS {peak:,.0f} MiB ({scope})" + (f"; {notes}" if notes else "")
+    return row, value
+
+
+def traced_peak_mib(fn: Callable) -> float:
+    """tracemalloc's peak of Python and numpy allocations while fn runs (a second pass)."""
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1] / 2**20
+    finally:
+        tracemalloc.stop()
+
+
+# ---------------------------------------------------------------- gunicorn on 127.0.0.1
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def start_gunicorn(port: int, log_level: str, env: dict | None = None, **popen) -> subprocess.Popen:
+    """gunicorn (4 workers × 8 threads) on 127.0.0.1:port against this process's PostgreSQL
+    database, once it accepts connections; `env` adds to the environment."""
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]
+    auth = db["USER"] + (f":{db['PASSWORD']}" if db.get("PASSWORD") else "")
+    environment = {
+        **os.environ,
+        "DATABASE_URL": f"postgres://{auth}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
+        "SECRET_KEY": settings.SECRET_KEY,
+        "ALLOWED_HOSTS": "127.0.0.1",
+        "DB_CONN_MAX_AGE": "60",
+        **(env or {}),
+    }
+    environment.pop("DJANGO_DEBUG", None)
+    command = [sys.executable, "-m", "gunicorn", "h2htalk.wsgi", "-b", f"127.0.0.1:{port}"]
+    command += ["-w", "4", "-k", "gthread", "--threads", "8", "--log-level", log_level]
+    process = subprocess.Popen(command, cwd=REPO, env=environment, start_new_session=True, **popen)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return process
+        except OSError:
+            time.sleep(0.2)
+    os.killpg(process.pid, signal.SIGKILL)
+    raise RuntimeError("gunicorn did not start")

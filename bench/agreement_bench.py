@@ -23,16 +23,13 @@ BENCH_AGREEMENT_ANNOTATORS, BENCH_AGREEMENT_DRAWS, BENCH_AGREEMENT_SAMPLES (page
 
 import json
 import math
-import resource
 import time
-import tracemalloc
 from contextlib import contextmanager
-from datetime import timedelta
-from pathlib import Path
 
 import numpy as np
 
-from bench._common import env_int, latency_row, log, throughput_row
+from bench._common import env_int, latency_row, log, measured, throughput_row, traced_peak_mib
+from bench._world import imported_companions, imported_responses
 
 JUDGMENTS = env_int("BENCH_AGREEMENT_JUDGMENTS", 100_000)
 SCENARIOS = env_int("BENCH_AGREEMENT_SCENARIOS", 4_650)
@@ -43,70 +40,10 @@ SAMPLES = env_int("BENCH_AGREEMENT_SAMPLES", 20)
 VOTES = 3
 UNITS = math.ceil(JUDGMENTS / VOTES)  # 33,334 comparisons → 100,002 judgments
 GOLD_SHARE = 0.02
-SUBTASKS = (
-    "dialogue_base", "dialogue_emotion", "dialogue_schedule", "recollection_synthesize",
-    "recollection_refine", "recollection_initialize", "itinerary_basic", "itinerary_middle",
-    "itinerary_advanced", "itinerary_feedback", "itinerary_initialize",
-)  # fmt: skip
 CUTS = np.array([-1.2, -0.4, 0.4, 1.2])  # latent preference → −2..2 (negative = A better)
 
 
 # ---------------------------------------------------------------- measuring
-
-
-def _status_mib(key: str) -> float | None:
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith(key + ":"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return None
-
-
-def _reset_peak() -> bool:
-    try:
-        Path("/proc/self/clear_refs").write_text("5")
-        return True
-    except OSError:
-        return False
-
-
-def _peak_mib() -> float:
-    peak = _status_mib("VmHWM")
-    return peak if peak is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def measured(benchmark: str, fn, rows: int, notes: str = ""):
-    """Run fn once: wall time and resident peak during it (and growth over its start)."""
-    before = _status_mib("VmRSS")
-    reset = _reset_peak()
-    start = time.perf_counter()
-    value = fn()
-    seconds = time.perf_counter() - start
-    peak = _peak_mib()
-    if reset and before is not None:
-        scope = f"+{peak - before:,.0f} MiB over the {before:,.0f} MiB at its start"
-    elif reset:
-        scope = "during the step"
-    else:
-        scope = "process peak so far"
-    log(f"{benchmark}: {seconds:.2f} s, peak RSS {peak:,.0f} MiB ({scope})")
-    row = throughput_row(benchmark, rows, seconds)
-    row["peak_mib"] = round(peak, 1)
-    row["peak_growth_mib"] = round(peak - before, 1) if reset and before is not None else None
-    row["notes"] = f"peak RSS {peak:,.0f} MiB ({scope})" + (f"; {notes}" if notes else "")
-    return row, value
-
-
-def traced_peak_mib(fn) -> float:
-    """tracemalloc's peak of Python and numpy allocations while fn runs (a second pass)."""
-    tracemalloc.start()
-    try:
-        fn()
-        return tracemalloc.get_traced_memory()[1] / 2**20
-    finally:
-        tracemalloc.stop()
 
 
 def _ci(row: dict) -> str:
@@ -231,172 +168,177 @@ def simulate(rng, latent: np.ndarray) -> dict:
 
 def populate(rng) -> dict:
     """Users, scenarios, companions, responses, a campaign with its comparisons and votes."""
-    from django.contrib.auth import get_user_model
-    from django.contrib.auth.models import Group
     from django.db import transaction
-    from django.utils import timezone
-
-    from annotation.models import Assignment, Campaign, Comparison, Judgment
-    from h2htalk.roles import ANNOTATOR, RESEARCHER, ensure_role_groups
-    from scenarios.models import CompanionModel, GenerationRun, Persona, Response, Scenario
 
     pairs = np.array(list(zip(*np.triu_indices(COMPANIONS, 1), strict=True)))
     if SCENARIOS * len(pairs) < UNITS:
         raise SystemExit(
             f"{UNITS:,} comparisons need more than {SCENARIOS:,} scenarios × {len(pairs)} pairs"
         )
-    ensure_role_groups()
-    User = get_user_model()
     with transaction.atomic():
-        researcher = User.objects.create(username="bench-researcher")
-        researcher.groups.add(Group.objects.get(name=RESEARCHER))
-        raters = User.objects.bulk_create(
-            [User(username=f"bench-annotator-{k:02d}") for k in range(ANNOTATORS)]
-        )
-        annotator_group = Group.objects.get(name=ANNOTATOR)
-        User.groups.through.objects.bulk_create(
-            [User.groups.through(user_id=u.pk, group_id=annotator_group.pk) for u in raters]
-        )
-        personas = Persona.objects.bulk_create(
-            [
-                Persona(name=f"bench persona {k}", summary="A busy nurse who loves hiking.")
-                for k in range(3)
-            ]
-        )
-        companions = CompanionModel.objects.bulk_create(
-            [
-                CompanionModel(name=f"bench-companion-{k:02d}", provider="imported")
-                for k in range(COMPANIONS)
-            ]
-        )
-        companions.sort(key=lambda c: c.pk)  # response A = the lower companion id
-        scenarios = []
-        for k in range(SCENARIOS):
-            scenario = Scenario(
-                external_id=f"agree-{k:05d}",
-                subtask=SUBTASKS[k % len(SUBTASKS)],
-                persona=personas[k % len(personas)],
-                user_message=f"Message {k}: a long week, and tomorrow looks no better.",
-                reference_response=f"Reference {k}: that sounds exhausting, tell me more.",
-                language="en" if k % 3 else "zh",
-                state=Scenario.State.APPROVED,
-            )
-            scenario.refresh_derived()
-            scenarios.append(scenario)
-        scenarios = Scenario.objects.bulk_create(scenarios, batch_size=2_000)
-        log(f"{len(scenarios):,} scenarios, {COMPANIONS} companions, {ANNOTATORS} annotators")
-        run = GenerationRun.objects.create(
-            name="bench agreement import", kind=GenerationRun.Kind.IMPORT
-        )
-        created = Response.objects.bulk_create(
-            [
-                Response(
-                    run=run,
-                    scenario=scenario,
-                    companion=companion,
-                    text=f"Reply of {c} to {s}: " + "warm words " * (3 + c % 7),
-                )
-                for s, scenario in enumerate(scenarios)
-                for c, companion in enumerate(companions)
-            ],
-            batch_size=5_000,
-        )
-        response_ids = np.array([r.pk for r in created], dtype=np.int64).reshape(
-            SCENARIOS, COMPANIONS
-        )
-        del created
-        log(f"{response_ids.size:,} responses")
-        campaign = Campaign.objects.create(
-            name="bench agreement campaign",
-            owner=researcher,
-            overlap=VOTES,
-            state=Campaign.State.OPEN,
-            pairing=Campaign.Pairing.RANDOM_PAIRS,
-            pairs_per_scenario=math.ceil(UNITS / SCENARIOS),
-            gold_share=GOLD_SHARE,
-        )
-        campaign.companions.set(companions)
-        campaign.runs.set([run])
-        campaign.annotators.set(raters)
-
-        # Distinct (scenario, pair) items; the latent preference (negative = A better) mixes
-        # the companions' strengths with a per-comparison effect.
-        strength = rng.normal(0, 0.5, COMPANIONS)
-        chosen = np.sort(rng.choice(SCENARIOS * len(pairs), UNITS, replace=False))
-        scenario_of, pair_of = chosen // len(pairs), chosen % len(pairs)
-        a_of, b_of = pairs[pair_of, 0], pairs[pair_of, 1]
-        latent = strength[b_of] - strength[a_of] + rng.normal(0, 1.0, UNITS)
-        gold = rng.random(UNITS) < GOLD_SHARE
-        gold_answer = np.sign(np.searchsorted(CUTS, latent) - 2)
-        comparisons = Comparison.objects.bulk_create(
-            [
-                Comparison(
-                    campaign=campaign,
-                    scenario=scenarios[int(s)],
-                    response_a_id=int(response_ids[s, a]),
-                    response_b_id=int(response_ids[s, b]),
-                    is_gold=bool(g),
-                    gold_preference=int(answer) if g else None,
-                    judgment_count=VOTES,
-                )
-                for s, a, b, g, answer in zip(
-                    scenario_of, a_of, b_of, gold, gold_answer, strict=True
-                )
-            ],
-            batch_size=5_000,
-        )
-        log(f"{len(comparisons):,} comparisons ({int(gold.sum())} gold)")
-
+        researcher, raters = _users()
+        companions, run, scenarios, response_ids = _companions_and_responses()
+        campaign = _campaign(researcher, raters, companions, run)
+        comparisons, latent = _comparisons(rng, campaign, scenarios, response_ids, pairs)
         votes = simulate(rng, latent)
-        now = timezone.now()
-        assignments = Assignment.objects.bulk_create(
-            [
-                Assignment(
-                    comparison_id=comparisons[int(u)].pk,
-                    annotator_id=raters[int(k)].pk,
-                    left_is_a=bool(left),
-                    state=Assignment.State.SUBMITTED,
-                    lease_expires_at=now + timedelta(minutes=15),
-                    finished_at=now,
-                )
-                for u, k, left in zip(
-                    votes["unit"], votes["annotator"], votes["left_is_a"], strict=True
-                )
-            ],
-            batch_size=5_000,
-        )
-        dims = ("empathy", "fluency")
-        judgments = []
-        for x, assignment in enumerate(assignments):
-            ratings = {}
-            if votes["rates"][x]:
-                ratings = {
-                    "a": {d: int(votes["a"][x, i]) for i, d in enumerate(dims)},
-                    "b": {d: int(votes["b"][x, i]) for i, d in enumerate(dims)},
-                }
-            judgments.append(
-                Judgment(
-                    assignment_id=assignment.pk,
-                    comparison_id=assignment.comparison_id,
-                    annotator_id=assignment.annotator_id,
-                    screen_preference=int(votes["screen"][x]),
-                    preference=int(votes["preference"][x]),
-                    ratings=ratings,
-                    time_on_task_ms=int(votes["time_ms"][x]),
-                )
-            )
-        Judgment.objects.bulk_create(judgments, batch_size=5_000)
-        log(f"{len(judgments):,} assignments and judgments")
+        judgments = _store_votes(votes, comparisons, raters)
     kinds = {}
     for profile in votes["profiles"]:
         kinds[profile["kind"]] = kinds.get(profile["kind"], 0) + 1
     return {
         "researcher": researcher,
         "campaign": campaign,
-        "judgments": len(judgments),
+        "judgments": judgments,
         "responses": int(response_ids.size),
         "kinds": kinds,
     }
+
+
+def _users():
+    """The researcher who owns the campaign and ANNOTATORS annotators (bulk inserts)."""
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group
+
+    from h2htalk.roles import ANNOTATOR, RESEARCHER, ensure_role_groups
+
+    ensure_role_groups()
+    User = get_user_model()
+    researcher = User.objects.create(username="bench-researcher")
+    researcher.groups.add(Group.objects.get(name=RESEARCHER))
+    raters = User.objects.bulk_create(
+        [User(username=f"bench-annotator-{k:02d}") for k in range(ANNOTATORS)]
+    )
+    annotator_group = Group.objects.get(name=ANNOTATOR)
+    User.groups.through.objects.bulk_create(
+        [User.groups.through(user_id=u.pk, group_id=annotator_group.pk) for u in raters]
+    )
+    return researcher, raters
+
+
+def _scenarios() -> list:
+    """SCENARIOS approved scenarios over the subtasks, three personas, English and Chinese."""
+    from scenarios.models import Persona, Scenario
+    from scenarios.taxonomy import Subtask
+
+    subtasks = Subtask.values  # the 11 subtasks in turn
+
+    personas = Persona.objects.bulk_create(
+        [
+            Persona(name=f"bench persona {k}", summary="A busy nurse who loves hiking.")
+            for k in range(3)
+        ]
+    )
+    scenarios = []
+    for k in range(SCENARIOS):
+        scenario = Scenario(
+            external_id=f"agree-{k:05d}",
+            subtask=subtasks[k % len(subtasks)],
+            persona=personas[k % len(personas)],
+            user_message=f"Message {k}: a long week, and tomorrow looks no better.",
+            reference_response=f"Reference {k}: that sounds exhausting, tell me more.",
+            language="en" if k % 3 else "zh",
+            state=Scenario.State.APPROVED,
+        )
+        scenario.refresh_derived()
+        scenarios.append(scenario)
+    return Scenario.objects.bulk_create(scenarios, batch_size=2_000)
+
+
+def _companions_and_responses():
+    """COMPANIONS companions and one imported response of each to every scenario; the
+    response ids as a scenarios × companions array (A = the lower companion id)."""
+    from scenarios.models import GenerationRun
+
+    companions = imported_companions(COMPANIONS)
+    scenarios = _scenarios()
+    log(f"{len(scenarios):,} scenarios, {COMPANIONS} companions, {ANNOTATORS} annotators")
+    run = GenerationRun.objects.create(
+        name="bench agreement import", kind=GenerationRun.Kind.IMPORT
+    )
+    response_ids = imported_responses(run, scenarios, companions)
+    log(f"{response_ids.size:,} responses")
+    return companions, run, scenarios, response_ids
+
+
+def _campaign(researcher, raters, companions, run):
+    from annotation.models import Campaign
+
+    campaign = Campaign.objects.create(
+        name="bench agreement campaign",
+        owner=researcher,
+        overlap=VOTES,
+        state=Campaign.State.OPEN,
+        pairing=Campaign.Pairing.RANDOM_PAIRS,
+        pairs_per_scenario=math.ceil(UNITS / SCENARIOS),
+        gold_share=GOLD_SHARE,
+    )
+    campaign.companions.set(companions)
+    campaign.runs.set([run])
+    campaign.annotators.set(raters)
+    return campaign
+
+
+def _comparisons(rng, campaign, scenarios, response_ids, pairs):
+    """UNITS distinct (scenario, pair) comparisons, a share GOLD_SHARE gold, and their latent
+    preference (negative = A better): the companions' strengths plus a per-comparison effect."""
+    from annotation.models import Comparison
+
+    strength = rng.normal(0, 0.5, COMPANIONS)
+    chosen = np.sort(rng.choice(SCENARIOS * len(pairs), UNITS, replace=False))
+    scenario_of, pair_of = chosen // len(pairs), chosen % len(pairs)
+    a_of, b_of = pairs[pair_of, 0], pairs[pair_of, 1]
+    latent = strength[b_of] - strength[a_of] + rng.normal(0, 1.0, UNITS)
+    gold = rng.random(UNITS) < GOLD_SHARE
+    gold_answer = np.sign(np.searchsorted(CUTS, latent) - 2)
+    comparisons = Comparison.objects.bulk_create(
+        [
+            Comparison(
+                campaign=campaign,
+                scenario=scenarios[int(s)],
+                response_a_id=int(response_ids[s, a]),
+                response_b_id=int(response_ids[s, b]),
+                is_gold=bool(g),
+                gold_preference=int(answer) if g else None,
+                judgment_count=VOTES,
+            )
+            for s, a, b, g, answer in zip(scenario_of, a_of, b_of, gold, gold_answer, strict=True)
+        ],
+        batch_size=5_000,
+    )
+    log(f"{len(comparisons):,} comparisons ({int(gold.sum())} gold)")
+    return comparisons, latent
+
+
+def _store_votes(votes: dict, comparisons, raters) -> int:
+    """The simulated votes as submitted assignments and their judgments; how many."""
+    from django.utils import timezone
+
+    from tests.simulators import save_votes, submitted_vote
+
+    now = timezone.now()
+    dims = ("empathy", "fluency")
+    stored = []
+    for x, (u, k) in enumerate(zip(votes["unit"], votes["annotator"], strict=True)):
+        ratings = {}
+        if votes["rates"][x]:
+            ratings = {
+                "a": {d: int(votes["a"][x, i]) for i, d in enumerate(dims)},
+                "b": {d: int(votes["b"][x, i]) for i, d in enumerate(dims)},
+            }
+        stored.append(
+            submitted_vote(
+                comparisons[int(u)],
+                raters[int(k)],
+                int(votes["preference"][x]),
+                now,
+                left_is_a=bool(votes["left_is_a"][x]),
+                ratings=ratings,
+                time_on_task_ms=int(votes["time_ms"][x]),
+            )
+        )
+    save_votes(stored)
+    log(f"{len(stored):,} assignments and judgments")
+    return len(stored)
 
 
 def _request(client, url: str, samples: int, check) -> tuple[list[float], int, dict, int]:
@@ -423,11 +365,7 @@ def _request(client, url: str, samples: int, check) -> tuple[list[float], int, d
 
 
 def report_rows() -> list[dict]:
-    from django.test import Client
-    from django.urls import reverse
-
     from h2htalk.models import Job
-    from scoring.agreement import services as agreement
     from scoring.models import AgreementReport
 
     rng = np.random.default_rng(20250612)
@@ -439,21 +377,37 @@ def report_rows() -> list[dict]:
     )
     kinds = ", ".join(f"{n} {kind}" for kind, n in world["kinds"].items())
     row["notes"] += f"; {world['responses']:,} responses; annotators: {kinds}"
-    rows = [row]
     campaign, n = world["campaign"], world["judgments"]
+    fingerprint_row, state = _fingerprint_row(campaign, n)
+    rows = [row, fingerprint_row, _frame_row(campaign, n)]
+    compute_row, data = _compute_row(campaign, n)
+    rows += [compute_row, _store_row(campaign, data, state)]
+    jobs_before = Job.objects.count()
+    rows += _page_rows(world["researcher"], campaign, n)
+    assert Job.objects.count() == jobs_before, "a request started a job: the cache missed"
+    assert AgreementReport.objects.filter(campaign=campaign).count() == 1
+    return rows
+
+
+def _fingerprint_row(campaign, n: int) -> tuple[dict, object]:
+    from scoring.agreement import services as agreement
 
     seconds, state = _best_of(3, lambda: agreement.fingerprint(campaign))
-    rows.append(
-        {
-            "benchmark": "agreement fingerprint (count + max over the campaign's judgments)",
-            "rows": n,
-            "seconds": round(seconds, 4),
-            "median_ms": round(seconds * 1000, 2),
-            "queries": 1,
-            "notes": f"best of 3; {state}; runs on every page view and export",
-        }
-    )
     log(f"fingerprint {state}: {seconds * 1000:.1f} ms")
+    row = {
+        "benchmark": "agreement fingerprint (count + max over the campaign's judgments)",
+        "rows": n,
+        "seconds": round(seconds, 4),
+        "median_ms": round(seconds * 1000, 2),
+        "queries": 1,
+        "notes": f"best of 3; {state}; runs on every page view and export",
+    }
+    return row, state
+
+
+def _frame_row(campaign, n: int) -> dict:
+    """Loading the judgments into a DataFrame, the ratings' expansion timed apart."""
+    from scoring.agreement import services as agreement
 
     spent = {}
     with _timing(agreement.stats, "expand_ratings", spent):
@@ -467,8 +421,12 @@ def report_rows() -> list[dict]:
     row["notes"] += f"; {parts}"
     log(f"  {parts}")
     assert len(frame) == n, len(frame)
-    rows.append(row)
-    del frame
+    return row
+
+
+def _compute_row(campaign, n: int) -> tuple[dict, dict]:
+    """compute_report as the Celery job runs it, with the time of each of its steps."""
+    from scoring.agreement import services as agreement
 
     marks = []
 
@@ -484,10 +442,8 @@ def report_rows() -> list[dict]:
             lambda: agreement.compute_report(campaign, n_boot=DRAWS, progress=progress),
             n,
         )
-    steps, previous = (
-        [f"loading {spent['judgments_frame']:.1f} s"],
-        started + spent["judgments_frame"],
-    )
+    steps = [f"loading {spent['judgments_frame']:.1f} s"]
+    previous = started + spent["judgments_frame"]
     for step, at in marks:
         steps.append(f"{step} {at - previous:.1f} s")
         previous = at
@@ -499,64 +455,66 @@ def report_rows() -> list[dict]:
         + f"; {len(data['by_subtask'])} subtask rows, {len(flagged)} of "
         f"{len(data['annotators'])} annotators flagged"
     )
-    rows.append(row)
     for label, r in overall.items():
         log(f"  overall {label} ({r['level']}): {_ci(r)}, {r['n_units']:,} units")
     log(f"  flagged: {', '.join(flagged) or 'none'}")
     log(f"  aggregation: {data['aggregation']}")
     assert overall["winner3"]["n_units"] > 0.9 * UNITS * (1 - GOLD_SHARE)
+    return row, data
+
+
+def _store_row(campaign, data: dict, state) -> dict:
+    from scoring.agreement import services as agreement
+    from scoring.models import AgreementReport
 
     seconds, report = _best_of(1, lambda: agreement.store_report(campaign, data, state))
     size_kib = len(json.dumps(AgreementReport.objects.get(pk=report.pk).data)) / 1024
-    rows.append(
-        {
-            "benchmark": "agreement store_report",
-            "rows": 1,
-            "seconds": round(seconds, 4),
-            "notes": f"~{size_kib:,.0f} KiB JSON",
-        }
-    )
     assert agreement.cached_report(campaign) is not None, "stored report is not current"
-    jobs_before = Job.objects.count()
+    return {
+        "benchmark": "agreement store_report",
+        "rows": 1,
+        "seconds": round(seconds, 4),
+        "notes": f"~{size_kib:,.0f} KiB JSON",
+    }
 
-    client = Client()
-    client.force_login(world["researcher"])
-    page = reverse("scoring:agreement", args=[campaign.pk])
 
-    def is_report(response):
-        assert response.context is None or response.context.get("job") is None
-        assert b"bootstrap draws" in response.content and b"<svg" in response.content
+def _is_report(response):
+    assert response.context is None or response.context.get("job") is None
+    assert b"bootstrap draws" in response.content and b"<svg" in response.content
+
+
+def _is_csv(response):
+    assert response.content.count(b"\n") > 1
+
+
+def _page_rows(researcher, campaign, n: int) -> list[dict]:
+    """The report page and its exports, served from the stored report: latency rows."""
+    from django.test import Client
+    from django.urls import reverse
 
     def is_json(response):
         assert response.json()["judgments"] == n
 
-    def is_csv(response):
-        assert response.content.count(b"\n") > 1
-
+    client = Client()
+    client.force_login(researcher)
+    page = reverse("scoring:agreement", args=[campaign.pk])
     start = time.perf_counter()
     client.get(page)  # template compilation, session, first-use imports
     log(f"first page view {1000 * (time.perf_counter() - start):.0f} ms")
+    export = reverse("scoring:agreement_export", args=[campaign.pk, "csv"])
+    few = max(3, SAMPLES // 4)
     targets = [
-        ("agreement page (stored report)", page, SAMPLES, is_report),
+        ("agreement page (stored report)", page, SAMPLES, _is_report),
         (
             "agreement export JSON",
             reverse("scoring:agreement_export", args=[campaign.pk, "json"]),
-            max(3, SAMPLES // 4),
+            few,
             is_json,
         ),
-        (
-            "agreement export CSV (α)",
-            reverse("scoring:agreement_export", args=[campaign.pk, "csv"]),
-            max(3, SAMPLES // 4),
-            is_csv,
-        ),
-        (
-            "agreement export CSV (annotators)",
-            reverse("scoring:agreement_export", args=[campaign.pk, "csv"]) + "?table=annotators",
-            max(3, SAMPLES // 4),
-            is_csv,
-        ),
+        ("agreement export CSV (α)", export, few, _is_csv),
+        ("agreement export CSV (annotators)", export + "?table=annotators", few, _is_csv),
     ]
+    rows = []
     for label, url, samples, check in targets:
         durations, queries, slowest, size = _request(client, url, samples, check)
         sql = " ".join(slowest["sql"].split())
@@ -570,8 +528,6 @@ def report_rows() -> list[dict]:
             f"{queries} queries, {size / 1024:,.0f} KiB; slowest query "
             f"{float(slowest['time']) * 1000:.1f} ms"
         )
-    assert Job.objects.count() == jobs_before, "a request started a job: the cache missed"
-    assert AgreementReport.objects.filter(campaign=campaign).count() == 1
     return rows
 
 

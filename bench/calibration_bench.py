@@ -14,6 +14,7 @@
 BENCH_CALIBRATION_N changes the size of part 1; BENCH_CALIBRATION_DB=0 skips part 2.
 """
 
+import itertools
 import math
 import os
 
@@ -24,6 +25,7 @@ from bench._common import env_int, log, throughput_row, timed
 N_STATS = env_int("BENCH_CALIBRATION_N", 50_000)
 N_DB = env_int("BENCH_CALIBRATION_DB", 50_000)
 SEED = 7
+N_COMPANIONS = 5
 FEATURES = ["metric_1", "metric_2", "rubric", "log_length"]
 
 
@@ -65,28 +67,36 @@ def stats_only() -> list[dict]:
 def build_database(n_comparisons: int):
     """Bulk-insert a rated campaign; returns (campaign, judge)."""
     from django.contrib.auth import get_user_model
-    from django.utils import timezone
-    from scipy.special import expit
 
-    from annotation.models import Assignment, Campaign, Comparison, Judgment
-    from scenarios.models import CompanionModel, GenerationRun, Response, Scenario
-    from scoring.metrics import composite
-    from scoring.models import JudgeConfig, JudgeRun, JudgeVerdict, MetricScore
+    from annotation.models import Campaign
+    from scenarios.models import CompanionModel, GenerationRun
+    from scoring.models import JudgeConfig
 
     rng = np.random.default_rng(SEED)
-    n_companions = 5
-    pairs_per = math.comb(n_companions, 2)
-    n_scenarios = math.ceil(n_comparisons / pairs_per)
     user_model = get_user_model()
     owner = user_model.objects.create_user("bench-owner")
     raters = [user_model.objects.create_user(f"bench-rater{i}") for i in range(3)]
     companions = [
         CompanionModel.objects.create(name=f"bench-{i}", provider="imported")
-        for i in range(n_companions)
+        for i in range(N_COMPANIONS)
     ]
     run = GenerationRun.objects.create(name="bench responses", kind="import")
+    scenarios = _scenarios(math.ceil(n_comparisons / math.comb(N_COMPANIONS, 2)))
+    judge = JudgeConfig.objects.create(name="bench judge", rubric="Grade it.")
+    responses, utility = _scored_responses(rng, run, scenarios, companions, judge)
+    campaign = Campaign.objects.create(name="bench calibration", owner=owner, overlap=3)
+    campaign.companions.set(companions)
+    campaign.runs.set([run])
+    comparisons = _comparisons(campaign, responses, n_comparisons)
+    _votes(rng, comparisons, raters, utility)
+    return campaign, judge
+
+
+def _scenarios(n: int) -> list:
+    from scenarios.models import Scenario
+
     scenarios = []
-    for i in range(n_scenarios):
+    for i in range(n):
         scenario = Scenario(
             external_id=f"cal{i:06d}",
             subtask="dialogue_base",
@@ -97,8 +107,18 @@ def build_database(n_comparisons: int):
         )
         scenario.refresh_derived()
         scenarios.append(scenario)
-    Scenario.objects.bulk_create(scenarios, batch_size=5000)
-    judge = JudgeConfig.objects.create(name="bench judge", rubric="Grade it.")
+    return Scenario.objects.bulk_create(scenarios, batch_size=5000)
+
+
+def _scored_responses(rng, run, scenarios, companions, judge):
+    """A response of every companion to every scenario, with reference metrics and a rubric
+    verdict that follow a latent quality and length; the responses and each one's utility
+    (what the simulated raters prefer)."""
+    from scenarios.models import Response
+    from scoring.judges.rubric import DIMENSIONS
+    from scoring.metrics import composite
+    from scoring.models import JudgeRun, JudgeVerdict, MetricScore
+
     judge_run = JudgeRun.objects.create(name="bench judge run", judge=judge)
     responses, latent = [], []
     for scenario in scenarios:
@@ -121,73 +141,56 @@ def build_database(n_comparisons: int):
         }
         values["composite"] = composite.composite(values).score
         metrics.append(MetricScore(response=response, values=values))
-        scores = {
-            d: int(np.clip(round(5.5 + 1.5 * quality + 2 * (log_length - 4.5)), 1, 10))
-            for d in (
-                "empathy",
-                "fluency",
-                "memory_use",
-                "planning",
-                "persona_consistency",
-                "safety",
-            )
-        }
+        score = int(np.clip(round(5.5 + 1.5 * quality + 2 * (log_length - 4.5)), 1, 10))
+        scores = dict.fromkeys(DIMENSIONS, score)
         verdicts.append(
             JudgeVerdict(run=judge_run, response=response, parse="strict", scores=scores)
         )
         utility[response.pk] = 8 * rouge + 0.6 * scores["empathy"] - 1.5 * log_length
     MetricScore.objects.bulk_create(metrics, batch_size=5000)
     JudgeVerdict.objects.bulk_create(verdicts, batch_size=5000)
-    campaign = Campaign.objects.create(name="bench calibration", owner=owner, overlap=3)
-    campaign.companions.set(companions)
-    campaign.runs.set([run])
+    return responses, utility
+
+
+def _comparisons(campaign, responses, n_comparisons: int) -> list:
+    """Every pair of companions on each scenario in turn, up to n_comparisons."""
+    from annotation.models import Comparison
+
     comparisons = []
-    for s in range(n_scenarios):
-        own = responses[s * n_companions : (s + 1) * n_companions]
-        for i in range(n_companions):
-            for j in range(i + 1, n_companions):
-                if len(comparisons) < n_comparisons:
-                    comparisons.append(
-                        Comparison(
-                            campaign=campaign,
-                            scenario_id=own[i].scenario_id,
-                            response_a=own[i],
-                            response_b=own[j],
-                            judgment_count=3,
-                        )
+    for start in range(0, len(responses), N_COMPANIONS):
+        own = responses[start : start + N_COMPANIONS]
+        for i, j in itertools.combinations(range(N_COMPANIONS), 2):
+            if len(comparisons) < n_comparisons:
+                comparisons.append(
+                    Comparison(
+                        campaign=campaign,
+                        scenario_id=own[i].scenario_id,
+                        response_a=own[i],
+                        response_b=own[j],
+                        judgment_count=3,
                     )
-    Comparison.objects.bulk_create(comparisons, batch_size=5000)
+                )
+    return Comparison.objects.bulk_create(comparisons, batch_size=5000)
+
+
+def _votes(rng, comparisons, raters, utility) -> None:
+    """Every rater votes on every comparison by the utilities (ties near even), 10,000
+    comparisons at a time."""
+    from django.utils import timezone
+    from scipy.special import expit
+
+    from tests.simulators import save_votes, submitted_vote
+
     now = timezone.now()
     for start in range(0, len(comparisons), 10_000):
-        assignments, judgments = [], []
+        votes = []
         for comparison in comparisons[start : start + 10_000]:
             p = expit(utility[comparison.response_a_id] - utility[comparison.response_b_id])
             for rater in raters:
                 draw = rng.random()
                 preference = -1 if draw < p - 0.05 else (0 if draw < p + 0.05 else 1)
-                assignment = Assignment(
-                    comparison=comparison,
-                    annotator=rater,
-                    left_is_a=True,
-                    state="submitted",
-                    lease_expires_at=now,
-                )
-                assignments.append(assignment)
-                judgments.append(
-                    Judgment(
-                        assignment=assignment,
-                        comparison=comparison,
-                        annotator=rater,
-                        screen_preference=preference,
-                        preference=preference,
-                        time_on_task_ms=20_000,
-                    )
-                )
-        Assignment.objects.bulk_create(assignments, batch_size=5000)
-        for judgment in judgments:
-            judgment.assignment_id = judgment.assignment.pk
-        Judgment.objects.bulk_create(judgments, batch_size=5000)
-    return campaign, judge
+                votes.append(submitted_vote(comparison, rater, preference, now))
+        save_votes(votes)
 
 
 def database() -> list[dict]:

@@ -37,16 +37,14 @@ import os
 import random
 import shlex
 import signal
-import socket
 import subprocess
-import sys
 import threading
 import time
 from collections import Counter
 from pathlib import Path
 
-from bench._common import REPO, env_int, log
-from bench.rating_load import OVERLAP, _free_port, _setup
+from bench._common import REPO, env_int, free_port, log, start_gunicorn
+from bench.rating_load import OVERLAP, _setup
 
 ANNOTATORS = env_int("BENCH_FAULTS_ANNOTATORS", 10)
 SECONDS = env_int("BENCH_FAULTS_SECONDS", 30)
@@ -121,54 +119,6 @@ def local_test_runs() -> list[str]:
 
 
 # ---------------------------------------------------------------- gunicorn
-
-
-def _gunicorn(port: int, settings_module: str, tmpdir: str) -> subprocess.Popen:
-    from django.conf import settings
-
-    db = settings.DATABASES["default"]
-    auth = db["USER"] + (f":{db['PASSWORD']}" if db.get("PASSWORD") else "")
-    env = {
-        **os.environ,
-        "DATABASE_URL": f"postgres://{auth}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
-        "SECRET_KEY": settings.SECRET_KEY,
-        "ALLOWED_HOSTS": "127.0.0.1",
-        "DB_CONN_MAX_AGE": "60",
-        "DJANGO_SETTINGS_MODULE": settings_module,
-        "PYTHONPATH": os.pathsep.join([tmpdir, str(REPO)]),
-    }
-    env.pop("DJANGO_DEBUG", None)
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "gunicorn",
-            "h2htalk.wsgi",
-            "-b",
-            f"127.0.0.1:{port}",
-            "-w",
-            "4",
-            "-k",
-            "gthread",
-            "--threads",
-            "8",
-            "--log-level",
-            "error",
-        ],
-        cwd=REPO,
-        env=env,
-        start_new_session=True,
-        stderr=subprocess.DEVNULL,  # the tracebacks of the failed requests: counted, not shown
-    )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return process
-        except OSError:
-            time.sleep(0.2)
-    os.killpg(process.pid, signal.SIGKILL)
-    raise RuntimeError("gunicorn did not start")
 
 
 def _stop(process: subprocess.Popen) -> None:
@@ -277,40 +227,80 @@ def _integrity(campaign) -> dict:
 
 
 def _round(label: str, tag: str, settings_module: str, tmpdir: str, command: list[str]) -> dict:
+    """One campaign rated through its own gunicorn while PostgreSQL restarts; the figures."""
     from django.db import connections
 
     campaign, tokens = _setup(ANNOTATORS, n_scenarios=max(300, ANNOTATORS * 200), tag=tag)
     connections.close_all()
-    port = _free_port()
-    server = _gunicorn(port, settings_module, tmpdir)
+    port = free_port()
+    server = start_gunicorn(
+        port,
+        log_level="error",
+        env={
+            "DJANGO_SETTINGS_MODULE": settings_module,
+            "PYTHONPATH": os.pathsep.join([tmpdir, str(REPO)]),
+        },
+        stderr=subprocess.DEVNULL,  # the tracebacks of the failed requests: counted, not shown
+    )
     out = Log()
     started = time.monotonic()
-    deadline = started + SECONDS
-    threads = [
-        threading.Thread(target=_annotator, args=(port, t, campaign.pk, deadline, out))
-        for t in tokens
-    ]
     try:
-        for thread in threads:
-            thread.start()
-        time.sleep(SECONDS / 3)
-        log(f"{label}: restarting PostgreSQL ({' '.join(command)})")
-        down = time.monotonic()
-        restart = subprocess.run(command, capture_output=True, text=True, timeout=120)
-        back = time.monotonic()
-        if restart.returncode:
-            raise RuntimeError(f"restart failed: {restart.stderr.strip() or restart.stdout}")
-        log(f"{label}: PostgreSQL back after {back - down:.1f} s; annotators keep going")
-        for thread in threads:
-            thread.join(SECONDS + RETRY_SECONDS + 60)
+        down, back = _rate_through_restart(label, port, campaign, tokens, out, command)
     finally:
         _stop(server)
     connections.close_all()  # this process's connection died with the restart too
     ended = time.monotonic()
+    return {
+        "label": label,
+        "requests": len(out.events),
+        "seconds": ended - started,
+        "restart_seconds": back - down,
+        **_integrity_figures(campaign, out),
+        **_failure_figures(out.events, back, ended),
+    }
 
+
+def _rate_through_restart(label, port, campaign, tokens, out: Log, command) -> tuple[float, float]:
+    """The annotator threads for SECONDS, the server restarted a third of the way in: the
+    times it went down and came back."""
+    deadline = time.monotonic() + SECONDS
+    threads = [
+        threading.Thread(target=_annotator, args=(port, t, campaign.pk, deadline, out))
+        for t in tokens
+    ]
+    for thread in threads:
+        thread.start()
+    time.sleep(SECONDS / 3)
+    log(f"{label}: restarting PostgreSQL ({' '.join(command)})")
+    down = time.monotonic()
+    restart = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    back = time.monotonic()
+    if restart.returncode:
+        raise RuntimeError(f"restart failed: {restart.stderr.strip() or restart.stdout}")
+    log(f"{label}: PostgreSQL back after {back - down:.1f} s; annotators keep going")
+    for thread in threads:
+        thread.join(SECONDS + RETRY_SECONDS + 60)
+    return down, back
+
+
+def _integrity_figures(campaign, out: Log) -> dict:
     facts = _integrity(campaign)
-    accepted = out.accepted
-    events = out.events
+    accepted, stored = out.accepted, facts["stored_keys"]
+    return {
+        "accepted": len(accepted),
+        "stored": len(stored),
+        "lost": len(accepted - stored),
+        "unacknowledged": len(stored - accepted),
+        "refused": out.refused,
+        "over_k": facts["over_k"],
+        "counter_mismatch": facts["counter_mismatch"],
+        "half_stored": facts["submitted_without_judgment"] + facts["judgment_not_submitted"],
+    }
+
+
+def _failure_figures(events: list, back: float, ended: float) -> dict:
+    """Failed requests while restarting and after the server was back, the first success
+    after it, and whether the last 5 s ran clean."""
     failures = [e for e in events if not e[2].startswith(("2", "409"))]
     during = [e for e in failures if e[0] <= back]
     after = [e for e in failures if e[0] > back]
@@ -322,18 +312,6 @@ def _round(label: str, tag: str, settings_module: str, tmpdir: str, command: lis
     for _, kind, outcome, sample in failures:
         samples.setdefault(f"{kind} {outcome}", sample)
     return {
-        "label": label,
-        "requests": len(events),
-        "seconds": ended - started,
-        "restart_seconds": back - down,
-        "accepted": len(accepted),
-        "stored": len(facts["stored_keys"]),
-        "lost": len(accepted - facts["stored_keys"]),
-        "unacknowledged": len(facts["stored_keys"] - accepted),
-        "refused": out.refused,
-        "over_k": facts["over_k"],
-        "counter_mismatch": facts["counter_mismatch"],
-        "half_stored": facts["submitted_without_judgment"] + facts["judgment_not_submitted"],
         "failed_during": dict(Counter(f"{kind} {outcome}" for _, kind, outcome, _ in during)),
         "failed_after": dict(Counter(f"{kind} {outcome}" for _, kind, outcome, _ in after)),
         "first_ok_after_ms": None if first_ok_after is None else (first_ok_after - back) * 1000,

@@ -18,15 +18,13 @@ BENCH_RELEASE_COMPANIONS, BENCH_RELEASE_COMPARISONS, BENCH_LEADERBOARD_DRAWS.
 """
 
 import math
-import resource
 import tempfile
-import time
-from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
 
-from bench._common import env_int, log
+from bench._common import env_int, measured
+from bench._world import imported_companions, imported_responses
 
 COMPANIONS = env_int("BENCH_RELEASE_COMPANIONS", 50)
 SCENARIOS = env_int("BENCH_RELEASE_SCENARIOS", 4_650)
@@ -34,59 +32,9 @@ COMPARISONS = env_int("BENCH_RELEASE_COMPARISONS", 10_000)
 BT_COMPARISONS = env_int("BENCH_BT_COMPARISONS", 1_000_000)
 DRAWS = env_int("BENCH_LEADERBOARD_DRAWS", 1_000)
 VOTES = 3
-SUBTASKS = (
-    "dialogue_base", "dialogue_emotion", "dialogue_schedule", "recollection_synthesize",
-    "recollection_refine", "recollection_initialize", "itinerary_basic", "itinerary_middle",
-    "itinerary_advanced", "itinerary_feedback", "itinerary_initialize",
-)  # fmt: skip
 
 
 # ---------------------------------------------------------------- measuring
-
-
-def _reset_peak() -> bool:
-    try:
-        Path("/proc/self/clear_refs").write_text("5")
-        return True
-    except OSError:
-        return False
-
-
-def _status_mib(key: str) -> float | None:
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith(key + ":"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return None
-
-
-def _peak_mib() -> float:
-    peak = _status_mib("VmHWM")
-    return peak if peak is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def measured(benchmark: str, fn, rows: int, notes: str = ""):
-    before = _status_mib("VmRSS")
-    reset = _reset_peak()
-    start = time.perf_counter()
-    value = fn()
-    seconds = time.perf_counter() - start
-    peak = _peak_mib()
-    scope = "during the step" if reset else "process peak so far"
-    if before is not None:
-        scope += f", {before:,.0f} MiB at its start"
-    log(f"{benchmark}: {seconds:.1f} s, peak {peak:,.0f} MiB ({scope})")
-    row = {
-        "benchmark": benchmark,
-        "rows": rows,
-        "seconds": round(seconds, 3),
-        "rows_per_s": round(rows / seconds, 1) if seconds > 0 else None,
-        "peak_mib": round(peak, 1),
-        "notes": f"peak RSS {peak:,.0f} MiB ({scope})" + (f"; {notes}" if notes else ""),
-    }
-    return row, value
 
 
 # ---------------------------------------------------------------- statistics only
@@ -133,26 +81,40 @@ def populate(rng) -> dict:
     """Scenarios, companions, responses with stored metrics, a rated campaign, a judge."""
     from django.contrib.auth import get_user_model
 
-    from annotation.models import Assignment, Campaign, Comparison, Judgment
-    from scenarios.models import CompanionModel, GenerationRun, Response, Scenario
-    from scoring.calibration import services as calibration
-    from scoring.models import CalibratedJudge, MetricScore
+    from scenarios.models import GenerationRun
 
     User = get_user_model()
     owner = User.objects.create(username="bench-owner")
     raters = User.objects.bulk_create([User(username=f"bench-rater-{k}") for k in range(30)])
-    companions = CompanionModel.objects.bulk_create(
-        [
-            CompanionModel(name=f"bench-companion-{k:02d}", provider="imported")
-            for k in range(COMPANIONS)
-        ]
-    )
+    companions = imported_companions(COMPANIONS)
     strength = rng.normal(0, 0.6, COMPANIONS)
+    scenarios = _scenarios()
+    run = GenerationRun.objects.create(name="bench run", kind=GenerationRun.Kind.IMPORT)
+    quality = strength[None, :] + rng.normal(0, 1.0, (SCENARIOS, COMPANIONS))
+    response_ids = imported_responses(run, scenarios, companions)
+    _metric_scores(rng, quality, response_ids)
+    campaign = _rated_campaign(
+        rng, owner, raters, companions, run, scenarios, response_ids, quality
+    )
+    return {
+        "owner": owner,
+        "campaign": campaign,
+        "companions": companions,
+        "judge": _judge(campaign),
+    }
+
+
+def _scenarios() -> list:
+    from scenarios.models import Scenario
+    from scenarios.taxonomy import Subtask
+
+    subtasks = Subtask.values  # the 11 subtasks in turn
+
     scenarios = []
     for k in range(SCENARIOS):
         scenario = Scenario(
             external_id=f"b{k:05d}",
-            subtask=SUBTASKS[k % len(SUBTASKS)],
+            subtask=subtasks[k % len(subtasks)],
             user_message=f"Bench message {k}: a long week, and tomorrow looks no better.",
             reference_response=f"Reference answer {k}: that sounds exhausting, tell me more.",
             language="en",
@@ -160,25 +122,14 @@ def populate(rng) -> dict:
         )
         scenario.refresh_derived()
         scenarios.append(scenario)
-    scenarios = Scenario.objects.bulk_create(scenarios, batch_size=2_000)
-    run = GenerationRun.objects.create(name="bench run", kind=GenerationRun.Kind.IMPORT)
-    quality = strength[None, :] + rng.normal(0, 1.0, (SCENARIOS, COMPANIONS))
-    response_ids = np.zeros((SCENARIOS, COMPANIONS), dtype=np.int64)
-    batch = []
-    for s, scenario in enumerate(scenarios):
-        for c, companion in enumerate(companions):
-            batch.append(
-                Response(
-                    run=run,
-                    scenario=scenario,
-                    companion=companion,
-                    text=f"Reply of {c} to {s}: " + "warm words " * (3 + c % 7),
-                )
-            )
-    created = Response.objects.bulk_create(batch, batch_size=5_000)
-    for k, response in enumerate(created):
-        response_ids[k // COMPANIONS, k % COMPANIONS] = response.pk
-    del batch, created
+    return Scenario.objects.bulk_create(scenarios, batch_size=2_000)
+
+
+def _metric_scores(rng, quality: np.ndarray, response_ids: np.ndarray) -> None:
+    """Synthetic reference metrics that follow each response's quality (their cost is
+    metrics_bench's), inserted 20,000 at a time."""
+    from scoring.models import MetricScore
+
     scores = []
     for s in range(SCENARIOS):
         for c in range(COMPANIONS):
@@ -202,6 +153,15 @@ def populate(rng) -> dict:
             MetricScore.objects.bulk_create(scores, batch_size=5_000)
             scores = []
     MetricScore.objects.bulk_create(scores, batch_size=5_000)
+
+
+def _rated_campaign(rng, owner, raters, companions, run, scenarios, response_ids, quality):
+    """COMPARISONS distinct comparisons, each voted by VOTES raters from the qualities."""
+    from django.utils import timezone
+
+    from annotation.models import Campaign, Comparison
+    from tests.simulators import save_votes, submitted_vote
+
     campaign = Campaign.objects.create(
         name="bench campaign", owner=owner, overlap=VOTES, state=Campaign.State.OPEN
     )
@@ -227,40 +187,23 @@ def populate(rng) -> dict:
         ],
         batch_size=5_000,
     )
-    from django.utils import timezone
-
     now = timezone.now()
-    assignments, preferences = [], []
+    votes = []
     for comparison, (s, a, b) in zip(comparisons, chosen, strict=True):
         p = 1 / (1 + math.exp(-(quality[s, a] - quality[s, b])))
         for rater in rng.choice(len(raters), VOTES, replace=False):
             u = rng.random()
-            preferences.append(-1 if u < p - 0.05 else 0 if u < p + 0.05 else 1)
-            assignments.append(
-                Assignment(
-                    comparison=comparison,
-                    annotator=raters[int(rater)],
-                    left_is_a=True,
-                    state=Assignment.State.SUBMITTED,
-                    lease_expires_at=now + timedelta(minutes=5),
-                    finished_at=now,
-                )
-            )
-    assignments = Assignment.objects.bulk_create(assignments, batch_size=5_000)
-    Judgment.objects.bulk_create(
-        [
-            Judgment(
-                assignment=x,
-                comparison_id=x.comparison_id,
-                annotator_id=x.annotator_id,
-                screen_preference=p,
-                preference=p,
-                time_on_task_ms=20_000,
-            )
-            for x, p in zip(assignments, preferences, strict=True)
-        ],
-        batch_size=5_000,
-    )
+            preference = -1 if u < p - 0.05 else 0 if u < p + 0.05 else 1
+            votes.append(submitted_vote(comparison, raters[int(rater)], preference, now))
+    save_votes(votes)
+    return campaign
+
+
+def _judge(campaign):
+    """A calibrated judge on reference-metric features, stored for the campaign."""
+    from scoring.calibration import services as calibration
+    from scoring.models import CalibratedJudge
+
     document = calibration.validate_document(
         {
             "schema": calibration.SCHEMA,
@@ -273,15 +216,13 @@ def populate(rng) -> dict:
             "judge": None,
         }
     )
-    judge = CalibratedJudge.objects.create(
+    return CalibratedJudge.objects.create(
         name="bench judge", version=1, document=document, campaign=campaign
     )
-    return {"owner": owner, "campaign": campaign, "companions": companions, "judge": judge}
 
 
 def release_rows() -> list[dict]:
     from scoring.models import Release
-    from scoring.releases import service as releases
 
     rng = np.random.default_rng(7)
     responses = SCENARIOS * COMPANIONS
@@ -291,7 +232,6 @@ def release_rows() -> list[dict]:
         lambda: populate(rng),
         responses,
     )
-    rows = [row]
     release = Release.objects.create(
         name="bench release",
         campaign=world["campaign"],
@@ -302,6 +242,14 @@ def release_rows() -> list[dict]:
     )
     release.companions.set(world["companions"])
     release = Release.objects.select_related("campaign", "anchor", "judge").get(pk=release.pk)
+    return [row, *_pipeline_rows(release, responses)]
+
+
+def _pipeline_rows(release, responses: int) -> list[dict]:
+    """Freeze, compute, check and write the files of the release, each measured."""
+    from scoring.releases import service as releases
+
+    rows = []
     row, _ = measured(
         f"release freeze: {responses:,} responses (ids, text sha256, fingerprint)",
         lambda: releases.freeze_release(release),

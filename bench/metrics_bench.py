@@ -138,7 +138,6 @@ def _timed_run(pairs, processes: int) -> tuple[float, float, list[dict]]:
 
 def measure() -> dict:
     """Generate the pairs, score a sample (or all) on 2 and on 1 process; figures as a dict."""
-    from scoring.metrics import composite
     from scoring.metrics import reference as metrics
 
     wall_start = time.perf_counter()
@@ -152,29 +151,54 @@ def measure() -> dict:
         sample_size = len(pairs)
     sample_size = max(sample_size, metrics.PARALLEL_MIN_PAIRS)  # smaller never uses the pool
     sample = pairs[:sample_size]  # already shuffled: a random sample
-    extrapolated = sample_size < len(pairs)
 
     start = time.perf_counter()
     metrics._init_jieba()
     jieba_s = time.perf_counter() - start
 
     load_before = os.getloadavg()[0]
+    runs, scored = _scoring_runs(sample, len(pairs))
+    load_after = os.getloadavg()[0]
+    return {
+        "total_pairs": len(pairs),
+        "references": {"zh": n_zh, "en": n_en},
+        "sample_pairs": sample_size,
+        "extrapolated": sample_size < len(pairs),
+        "generate_seconds": generate_s,
+        "jieba_init_seconds": jieba_s,
+        "runs": [runs[2], runs[1]],
+        "speedup": runs[1]["seconds"] / runs[2]["seconds"],
+        "means": _means_by_language(scored, sample),
+        "cpus": os.cpu_count(),
+        "load_average": (load_before, load_after),
+        "wall_seconds": time.perf_counter() - wall_start,
+    }
+
+
+def _scoring_runs(sample, total: int) -> tuple[dict, list[dict]]:
+    """The sample scored on 2 and on 1 process: figures by process count, and the scores."""
     runs = {}
     for processes in (2, 1):
-        log(f"scoring {sample_size:,} pairs on {processes} process(es)…")
+        log(f"scoring {len(sample):,} pairs on {processes} process(es)…")
         seconds, cpu, rows = _timed_run(sample, processes)
         runs[processes] = {
             "processes": processes,
-            "pairs": sample_size,
+            "pairs": len(sample),
             "seconds": seconds,
             "cpu_seconds": cpu,
-            "rows_per_s": sample_size / seconds,
-            "rows_per_cpu_s": sample_size / cpu if cpu else None,
-            "full_seconds": seconds * len(pairs) / sample_size,
+            "rows_per_s": len(sample) / seconds,
+            "rows_per_cpu_s": len(sample) / cpu if cpu else None,
+            "full_seconds": seconds * total / len(sample),
         }
         if processes == 2:
             scored = rows
-    load_after = os.getloadavg()[0]
+    return runs, scored
+
+
+def _means_by_language(scored: list[dict], sample) -> dict:
+    """Mean ROUGE-L, BLEU-4 and composite of the scored pairs, per reference language."""
+    from scoring.metrics import composite
+    from scoring.metrics import reference as metrics
 
     means = {}
     for lang in ("zh", "en"):
@@ -189,20 +213,7 @@ def measure() -> dict:
                 "composite": float(comp.score.mean()),
                 "note": comp.note,
             }
-    return {
-        "total_pairs": len(pairs),
-        "references": {"zh": n_zh, "en": n_en},
-        "sample_pairs": sample_size,
-        "extrapolated": extrapolated,
-        "generate_seconds": generate_s,
-        "jieba_init_seconds": jieba_s,
-        "runs": [runs[2], runs[1]],
-        "speedup": runs[1]["seconds"] / runs[2]["seconds"],
-        "means": means,
-        "cpus": os.cpu_count(),
-        "load_average": (load_before, load_after),
-        "wall_seconds": time.perf_counter() - wall_start,
-    }
+    return means
 
 
 def run() -> list[dict]:

@@ -11,40 +11,31 @@ import json
 import os
 import random
 import signal
-import socket
 import statistics
-import subprocess
-import sys
 import threading
 import time
 from collections import Counter
 
-from bench._common import REPO, log, percentile
+from bench._common import free_port, log, percentile, start_gunicorn
 
 LEVELS = [int(x) for x in os.environ.get("BENCH_LOAD_LEVELS", "1,10,50").split(",")]
 SECONDS = int(os.environ.get("BENCH_LOAD_SECONDS", "20"))
 OVERLAP = 3
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def _setup(n_annotators: int, n_scenarios: int, tag: str):
+    """A campaign (overlap OVERLAP) over n_scenarios scenarios × 3 companions, with its
+    comparisons built, and the API tokens of n_annotators annotators assigned to it."""
     from django.contrib.auth import get_user_model
-    from django.contrib.auth.models import Group
-    from rest_framework.authtoken.models import Token
 
     from annotation.models import Campaign
     from annotation.pairing import build_comparisons
     from h2htalk.roles import ensure_role_groups
-    from scenarios.models import CompanionModel, GenerationRun, Response, Scenario
+    from scenarios.models import CompanionModel, GenerationRun, Response
+    from tests.simulators import bulk_scenarios
 
     ensure_role_groups()
-    User = get_user_model()
-    owner, _ = User.objects.get_or_create(username="bench-owner")
+    owner, _ = get_user_model().objects.get_or_create(username="bench-owner")
     models = [
         CompanionModel.objects.get_or_create(
             name=f"bench-model-{i}", defaults={"provider": "imported"}
@@ -52,20 +43,7 @@ def _setup(n_annotators: int, n_scenarios: int, tag: str):
         for i in range(3)
     ]
     run = GenerationRun.objects.create(name=f"bench load {tag}", kind="import")
-    scenarios = []
-    for i in range(n_scenarios):
-        scenario = Scenario(
-            external_id=f"load-{tag}-{i}",
-            subtask="dialogue_emotion",
-            user_message=f"I had a long day ({i}). Can we talk?",
-            reference_response="Of course. Tell me what happened.",
-            language="en",
-            state="approved",
-            source=f"bench-{tag}",
-        )
-        scenario.refresh_derived()
-        scenarios.append(scenario)
-    Scenario.objects.bulk_create(scenarios, batch_size=1000)
+    scenarios = bulk_scenarios(n_scenarios, f"load-{tag}", source=f"bench-{tag}")
     Response.objects.bulk_create(
         [
             Response(
@@ -85,60 +63,25 @@ def _setup(n_annotators: int, n_scenarios: int, tag: str):
     )
     campaign.companions.set(models)
     campaign.runs.set([run])
-    group = Group.objects.get(name="annotator")
-    tokens = []
-    for i in range(n_annotators):
-        user, _ = User.objects.get_or_create(username=f"bench-rater-{tag}-{i}")
-        user.groups.add(group)
-        campaign.annotators.add(user)
-        tokens.append(Token.objects.get_or_create(user=user)[0].key)
+    tokens = _annotator_tokens(campaign, n_annotators, tag)
     build_comparisons(campaign)
     return campaign, tokens
 
 
-def _gunicorn(port: int) -> subprocess.Popen:
-    from django.conf import settings
+def _annotator_tokens(campaign, n_annotators: int, tag: str) -> list[str]:
+    """API tokens of n_annotators users in the annotator group, assigned to campaign."""
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group
+    from rest_framework.authtoken.models import Token
 
-    db = settings.DATABASES["default"]
-    auth = db["USER"] + (f":{db['PASSWORD']}" if db.get("PASSWORD") else "")
-    env = {
-        **os.environ,
-        "DATABASE_URL": f"postgres://{auth}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
-        "SECRET_KEY": settings.SECRET_KEY,
-        "ALLOWED_HOSTS": "127.0.0.1",
-        "DB_CONN_MAX_AGE": "60",
-    }
-    env.pop("DJANGO_DEBUG", None)
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "gunicorn",
-            "h2htalk.wsgi",
-            "-b",
-            f"127.0.0.1:{port}",
-            "-w",
-            "4",
-            "-k",
-            "gthread",
-            "--threads",
-            "8",
-            "--log-level",
-            "warning",
-        ],
-        cwd=REPO,
-        env=env,
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return process
-        except OSError:
-            time.sleep(0.2)
-    process.kill()
-    raise RuntimeError("gunicorn did not start")
+    group = Group.objects.get(name="annotator")
+    tokens = []
+    for i in range(n_annotators):
+        user, _ = get_user_model().objects.get_or_create(username=f"bench-rater-{tag}-{i}")
+        user.groups.add(group)
+        campaign.annotators.add(user)
+        tokens.append(Token.objects.get_or_create(user=user)[0].key)
+    return tokens
 
 
 def _annotator(port, token, campaign_id, deadline, results, lock):
@@ -235,8 +178,8 @@ def run() -> list[dict]:
 
     if connection.vendor != "postgresql":
         return [{"benchmark": "rating load", "notes": "skipped: needs PostgreSQL (row locks)"}]
-    port = _free_port()
-    server = _gunicorn(port)
+    port = free_port()
+    server = start_gunicorn(port, log_level="warning")
     rows = []
     try:
         for n in LEVELS:

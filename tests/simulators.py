@@ -162,3 +162,63 @@ def simulate_comparisons(
     frame["composite_a"], frame["composite_b"] = composite_a, composite_b
     frame["composite_diff"] = composite_a - composite_b
     return frame, weights
+
+
+# ---------------------------------------------------------------- rows in the database
+# Bulk inserts shared by the database tests and the benchmarks (Django is imported only here).
+
+
+def bulk_scenarios(n: int, prefix: str, source: str | None = None) -> list:
+    """n approved one-turn scenarios `{prefix}-00000`… (source `prefix` unless given), bulk-inserted."""
+    from scenarios.models import Scenario
+
+    scenarios = []
+    for i in range(n):
+        scenario = Scenario(
+            external_id=f"{prefix}-{i:05d}",
+            subtask="dialogue_emotion",
+            user_message=f"I had a long day ({i}). Can we talk?",
+            reference_response="Of course. Tell me what happened.",
+            language="en",
+            state="approved",
+            source=prefix if source is None else source,
+        )
+        scenario.refresh_derived()
+        scenarios.append(scenario)
+    return Scenario.objects.bulk_create(scenarios, batch_size=2000)
+
+
+def submitted_vote(comparison, rater, preference: int, now, *, left_is_a=True, **judgment):
+    """The unsaved assignment and judgment of one finished vote; `preference` is keyed by the
+    pair (negative = A better), the screen preference follows from `left_is_a`."""
+    from annotation.models import Assignment, Judgment
+
+    assignment = Assignment(
+        comparison=comparison,
+        annotator=rater,
+        left_is_a=left_is_a,
+        state=Assignment.State.SUBMITTED,
+        lease_expires_at=now,
+        finished_at=now,
+    )
+    judgment = Judgment(
+        assignment=assignment,
+        comparison=comparison,
+        annotator=rater,
+        preference=preference,
+        screen_preference=preference if left_is_a else -preference,
+        **{"time_on_task_ms": 20_000, **judgment},
+    )
+    return assignment, judgment
+
+
+def save_votes(votes: list[tuple], batch_size: int = 5_000) -> None:
+    """Bulk-insert (assignment, judgment) pairs from `submitted_vote`, assignments first."""
+    from annotation.models import Assignment, Judgment
+
+    Assignment.objects.bulk_create([assignment for assignment, _ in votes], batch_size=batch_size)
+    judgments = []
+    for assignment, judgment in votes:
+        judgment.assignment = assignment  # now saved: its primary key is known
+        judgments.append(judgment)
+    Judgment.objects.bulk_create(judgments, batch_size=batch_size)

@@ -29,6 +29,7 @@ from h2htalk import jobs, sweeper
 from h2htalk.models import Job
 from scenarios.models import CompanionModel, GenerationRun, Response, Revision, Scenario
 from scenarios.tasks import run_response_import, run_scenario_import
+from tests.simulators import bulk_scenarios
 from tests.worker import celery_worker, require_broker, wait_for
 
 # A small stale threshold so a lost worker is noticed within seconds; the sweeps every second.
@@ -117,23 +118,6 @@ def scenario_rows(n: int, prefix: str = "fault"):
             "reference_response": "That sounds heavy. Do you want to tell me about it?",
             "tags": ["fault", f"batch-{i % 7}"],
         }
-
-
-def bulk_scenarios(n: int, prefix: str) -> list[Scenario]:
-    scenarios = []
-    for i in range(n):
-        scenario = Scenario(
-            external_id=f"{prefix}-{i:05d}",
-            subtask="dialogue_emotion",
-            user_message=f"I had a long day ({i}). Can we talk?",
-            reference_response="Of course. Tell me what happened.",
-            language="en",
-            state="approved",
-            source=prefix,
-        )
-        scenario.refresh_derived()
-        scenarios.append(scenario)
-    return Scenario.objects.bulk_create(scenarios, batch_size=2000)
 
 
 # ---------------------------------------------------------------- killed worker: imports, builds

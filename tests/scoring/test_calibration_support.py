@@ -14,7 +14,7 @@ import pandas as pd
 from django.utils import timezone
 from scipy.special import expit
 
-from annotation.models import Assignment, Campaign, Comparison, Judgment
+from annotation.models import Campaign, Comparison
 from annotation.pairing import build_comparisons
 from scenarios.models import GenerationRun, Response
 from scoring.calibration import services as calibration
@@ -167,7 +167,7 @@ def vote(campaign, raters, rng, judge=None, run=None, votes=3, judged_share=1.0)
     if judge is not None and judge.mode == JudgeConfig.Mode.SINGLE:
         rubric = dict(JudgeVerdict.objects.filter(run=run).values_list("response_id", "scores"))
     now = timezone.now()
-    assignments, judgments = [], []
+    votes_cast = []
     n_judged = round(judged_share * len(comparisons))
     for index, comparison in enumerate(comparisons):
         a, b = comparison.response_a, comparison.response_b
@@ -190,29 +190,10 @@ def vote(campaign, raters, rng, judge=None, run=None, votes=3, judged_share=1.0)
             outcome = rng.random()
             preference = -1 if outcome < p - 0.05 else (0 if outcome < p + 0.05 else 1)
             left_is_a = bool(rng.random() < 0.5)
-            assignment = Assignment(
-                comparison=comparison,
-                annotator=rater,
-                left_is_a=left_is_a,
-                state=Assignment.State.SUBMITTED,
-                lease_expires_at=now,
-                finished_at=now,
+            votes_cast.append(
+                simulators.submitted_vote(comparison, rater, preference, now, left_is_a=left_is_a)
             )
-            assignments.append(assignment)
-            judgments.append(
-                Judgment(
-                    assignment=assignment,
-                    comparison=comparison,
-                    annotator=rater,
-                    screen_preference=preference if left_is_a else -preference,
-                    preference=preference,
-                    time_on_task_ms=20_000,
-                )
-            )
-    Assignment.objects.bulk_create(assignments)
-    for judgment in judgments:
-        judgment.assignment_id = judgment.assignment.pk
-    Judgment.objects.bulk_create(judgments)
+    simulators.save_votes(votes_cast)
     for comparison in comparisons[:n_judged]:
         Comparison.objects.filter(pk=comparison.pk).update(judgment_count=votes)
 

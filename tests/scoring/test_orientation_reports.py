@@ -8,13 +8,14 @@ import pandas as pd
 import pytest
 from django.utils import timezone
 
-from annotation.models import Assignment, Comparison, Judgment
+from annotation.models import Comparison, Judgment
 from h2htalk.stats import agreement as stats
 from scoring.agreement import services as agreement
 from scoring.calibration import services as calibration
 from scoring.models import CalibratedJudge
 from tests.annotation import factories
 from tests.scoring import test_calibration_support as support
+from tests.simulators import save_votes, submitted_vote
 
 STRENGTH = {"Strong": 2.0, "Middle": 0.0, "Weak": -0.5}
 N_SCENARIOS = 14
@@ -36,7 +37,7 @@ def rate_by_content(campaign, raters):
     )
     scenario_rank = {pk: i for i, pk in enumerate(sorted({c.scenario_id for c in comparisons}))}
     now = timezone.now()
-    assignments, judgments = [], []
+    votes = []
     for comparison in comparisons:
         name_a = comparison.response_a.companion.name.split("-")[0]
         name_b = comparison.response_b.companion.name.split("-")[0]
@@ -51,29 +52,17 @@ def rate_by_content(campaign, raters):
             strength = label * rng.choice([1, 2])
             preference = strength if first == name_a else -strength  # keyed A = lower id
             left_is_a = (rng.random() < 0.5) == (first == name_a)  # `first` left half the time
-            assignment = Assignment(
-                comparison=comparison,
-                annotator=rater,
-                left_is_a=left_is_a,
-                state=Assignment.State.SUBMITTED,
-                lease_expires_at=now,
-                finished_at=now,
-            )
-            assignments.append(assignment)
-            judgments.append(
-                Judgment(
-                    assignment=assignment,
-                    comparison=comparison,
-                    annotator=rater,
-                    preference=preference,
-                    screen_preference=preference if left_is_a else -preference,
+            votes.append(
+                submitted_vote(
+                    comparison,
+                    rater,
+                    preference,
+                    now,
+                    left_is_a=left_is_a,
                     time_on_task_ms=rng.randint(20_000, 60_000),
                 )
             )
-    Assignment.objects.bulk_create(assignments)
-    for judgment in judgments:
-        judgment.assignment_id = judgment.assignment.pk
-    Judgment.objects.bulk_create(judgments)
+    save_votes(votes)
 
 
 def campaign_with_ids(owner, raters, names_in_id_order, start_id, tag):

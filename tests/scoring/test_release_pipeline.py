@@ -11,7 +11,6 @@ import io
 import json
 import math
 from dataclasses import dataclass
-from datetime import timedelta
 
 import numpy as np
 import pytest
@@ -25,6 +24,7 @@ from scenarios.models import CompanionModel, GenerationRun, Response, Scenario
 from scoring.calibration import services as calibration
 from scoring.models import CalibratedJudge, MetricScore, Release, ReleaseResult
 from scoring.releases import service as releases
+from tests import simulators
 from tests.annotation import factories as campaign_factories
 from tests.scenarios import factories
 
@@ -125,7 +125,7 @@ def rated_world(
     comparisons = list(
         campaign.comparisons.select_related("response_a__companion", "response_b__companion")
     )
-    assignments, prefs = [], []
+    votes = []
     for comparison in comparisons:
         gap = (
             strengths[comparison.response_a.companion.name]
@@ -134,31 +134,8 @@ def rated_world(
         for rater in raters[:votes_per_comparison]:
             a_wins = rng.random() < 1 / (1 + math.exp(-gap))
             preference = 0 if rng.random() < 0.1 else (-1 if a_wins else 1)
-            assignments.append(
-                Assignment(
-                    comparison=comparison,
-                    annotator=rater,
-                    left_is_a=True,
-                    state=Assignment.State.SUBMITTED,
-                    lease_expires_at=now + timedelta(minutes=5),
-                    finished_at=now,
-                )
-            )
-            prefs.append(preference)
-    assignments = Assignment.objects.bulk_create(assignments)
-    Judgment.objects.bulk_create(
-        [
-            Judgment(
-                assignment=a,
-                comparison_id=a.comparison_id,
-                annotator_id=a.annotator_id,
-                screen_preference=p,
-                preference=p,
-                time_on_task_ms=20_000,
-            )
-            for a, p in zip(assignments, prefs, strict=True)
-        ]
-    )
+            votes.append(simulators.submitted_vote(comparison, rater, preference, now))
+    simulators.save_votes(votes)
     for comparison in comparisons:
         Comparison.objects.filter(pk=comparison.pk).update(
             judgment_count=min(votes_per_comparison, len(raters))
