@@ -210,41 +210,41 @@ def _groups(data: ReleaseData) -> dict:
     }
 
 
-def _human_section(data: ReleaseData, index: dict, groups: dict) -> dict:
-    votes, n = data.votes, len(index)
-    dimension = votes["scenario"].map(groups["dimension_of_scenario"])
-    subtask = votes["scenario"].map(data.subtask)
+def _by_group(frame: pd.DataFrame, data: ReleaseData, groups: dict, fit, prefix, minimum) -> dict:
+    """`fit(part, name, minimum)` on the part of the frame in each dimension and subtask."""
+    dimension = frame["scenario"].map(groups["dimension_of_scenario"])
+    subtask = frame["scenario"].map(data.subtask)
     return {
-        "overall": _vote_block(votes, index, n, data, "human/overall", 0),
         "by_dimension": {
-            d: _vote_block(votes[dimension == d], index, n, data, f"human/{d}", MIN_GROUP_VOTES)
-            for d in groups["dimension"]
+            d: fit(frame[dimension == d], f"{prefix}/{d}", minimum) for d in groups["dimension"]
         },
         "by_subtask": {
-            t: _vote_block(votes[subtask == t], index, n, data, f"human/{t}", MIN_GROUP_VOTES)
-            for t in groups["subtask"]
+            t: fit(frame[subtask == t], f"{prefix}/{t}", minimum) for t in groups["subtask"]
         },
     }
 
 
+def _human_section(data: ReleaseData, index: dict, groups: dict) -> dict:
+    def fit(frame, name, minimum):
+        return _vote_block(frame, index, len(index), data, name, minimum)
+
+    return {
+        "overall": fit(data.votes, "human/overall", 0),
+        **_by_group(data.votes, data, groups, fit, "human", MIN_GROUP_VOTES),
+    }
+
+
 def _judge_section(data: ReleaseData, index: dict, groups: dict) -> dict | None:
-    population, n = data.population, len(index)
-    if population is None:
+    if data.population is None:
         return None
-    dimension = population["scenario"].map(groups["dimension_of_scenario"])
-    subtask = population["scenario"].map(data.subtask)
-    minimum = MIN_GROUP_SCENARIOS
+
+    def fit(frame, name, minimum):
+        return _judge_block(frame, index, len(index), data, name, minimum)
+
     return {
         **data.judge,
-        "overall": _judge_block(population, index, n, data, "judge/overall", 2),
-        "by_dimension": {
-            d: _judge_block(population[dimension == d], index, n, data, f"judge/{d}", minimum)
-            for d in groups["dimension"]
-        },
-        "by_subtask": {
-            t: _judge_block(population[subtask == t], index, n, data, f"judge/{t}", minimum)
-            for t in groups["subtask"]
-        },
+        "overall": fit(data.population, "judge/overall", 2),
+        **_by_group(data.population, data, groups, fit, "judge", MIN_GROUP_SCENARIOS),
     }
 
 

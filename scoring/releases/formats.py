@@ -234,9 +234,9 @@ def _markdown_row(row: dict, has_judge: bool) -> str:
     if row["is_anchor"]:
         win = ["anchor"] * 3
     elif not has_judge:
-        win = [NO_JUDGE, NO_JUDGE, _ci(*_triple(row, "humans"), 3)]
+        win = [NO_JUDGE, NO_JUDGE, _ci(*_win_rate_triple(row, "humans"), 3)]
     else:
-        win = [_ci(*_triple(row, m), 3) for m in ("ppi", "judge", "humans")]
+        win = [_ci(*_win_rate_triple(row, m), 3) for m in ("ppi", "judge", "humans")]
     return (
         f"| {row['human_rank'] or '—'} | {_md(row['companion'])}{anchor} | "
         f"{_ci(row['human_elo'], row['human_low'], row['human_high'])} | "
@@ -293,7 +293,8 @@ def to_markdown(release: Release) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _triple(row, method):
+def _win_rate_triple(row, method):
+    """(estimate, low, high) of a win-rate method in a leaderboard row."""
     prefix = f"winrate_{method}"
     return row[prefix], row[f"{prefix}_low"], row[f"{prefix}_high"]
 

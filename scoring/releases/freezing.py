@@ -241,14 +241,18 @@ def counted_judgments(campaign, companion_ids) -> dict:
     }
 
 
+def rows_by_id(model, ids, fields) -> list[tuple]:
+    """(pk, *fields) of the model's rows with those ids as the database holds them now, sorted
+    by id (rows deleted since are absent)."""
+    rows = []
+    for chunk in chunks(sorted(ids)):
+        rows.extend(model.objects.filter(pk__in=chunk).values_list("pk", *fields))
+    return sorted(rows)
+
+
 def scenario_rows(scenario_ids) -> list[tuple]:
     """(id, subtask, content hash) of the scenarios, sorted by id."""
-    rows = []
-    for chunk in chunks(sorted(scenario_ids)):
-        rows.extend(
-            Scenario.objects.filter(pk__in=chunk).values_list("pk", "subtask", "content_hash")
-        )
-    return sorted(rows)
+    return rows_by_id(Scenario, scenario_ids, ("subtask", "content_hash"))
 
 
 def judgments_on_current_text(judgments) -> tuple[list[tuple], int]:

@@ -31,7 +31,7 @@ def _estimate(entry):
     }
 
 
-def _triple(block, k):
+def _elo_triple(block, k):
     """(elo, low, high, "elo", "[low, high]") of companion k, or None."""
     if not block or not block.get("elo") or block["elo"][k] is None:
         return None
@@ -63,10 +63,10 @@ def _group_tables(data: dict, order, names) -> list[dict]:
                 rows.append(
                     {
                         "name": names[k],
-                        "human": _triple(block, k),
+                        "human": _elo_triple(block, k),
                         "human_rank": (block.get("rank") or [None] * len(names))[k],
                         "votes": (block.get("games") or [None] * len(names))[k],
-                        "judge": _triple(judge_block, k),
+                        "judge": _elo_triple(judge_block, k),
                         "judge_rank": ((judge_block or {}).get("rank") or [None] * len(names))[k],
                         "composite": composite[k],
                         "composite_text": f"{composite[k]:.3f}" if composite[k] is not None else "",
@@ -97,10 +97,10 @@ def _table_row(data: dict, k: int, names: list[str], ids: list[int], anchor_rows
         "id": ids[k],
         "name": names[k],
         "is_anchor": ids[k] == data["anchor"],
-        "human": _triple(human, k),
+        "human": _elo_triple(human, k),
         "human_rank": (human.get("rank") or [None] * n)[k],
         "votes": (human.get("games") or [0] * n)[k],
-        "judge": _triple(judge, k),
+        "judge": _elo_triple(judge, k),
         "judge_rank": ((judge or {}).get("rank") or [None] * n)[k],
         "ppi": _estimate(win.get("ppi")),
         "judge_only": _estimate(win.get("judge")),

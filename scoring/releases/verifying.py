@@ -3,7 +3,6 @@ frozen ones section by section, so that a refusal says what changed or was delet
 
 from annotation.models import Comparison, Judgment
 from scenarios.models import CompanionModel
-from scoring.frames import chunks
 from scoring.models import CalibratedJudge, Release
 from scoring.releases.errors import ReleaseError
 from scoring.releases.freezing import (
@@ -12,6 +11,7 @@ from scoring.releases.freezing import (
     fingerprint_of,
     judge_entry,
     metrics_digest,
+    rows_by_id,
     scenario_rows,
     text_hashes,
 )
@@ -42,22 +42,14 @@ def current_inputs(release: Release) -> dict:
         sorted((pk, *texts[pk], flags[pk]) for pk in response_ids if pk in texts),
         RESPONSE_COLUMNS,
     )
-    rows = []
-    for chunk in chunks(stored["comparisons"]["id"]):
-        rows.extend(
-            Comparison.objects.filter(pk__in=chunk).values_list(
-                "pk", "scenario_id", "response_a_id", "response_b_id"
-            )
-        )
-    out["comparisons"] = columns_of(sorted(rows), ("id", "scenario", "response_a", "response_b"))
-    rows = []
-    for chunk in chunks(stored["judgments"]["id"]):
-        rows.extend(
-            Judgment.objects.filter(pk__in=chunk).values_list(
-                "pk", "comparison_id", "annotator_id", "preference"
-            )
-        )
-    out["judgments"] = columns_of(sorted(rows), ("id", "comparison", "annotator", "preference"))
+    rows = rows_by_id(
+        Comparison, stored["comparisons"]["id"], ("scenario_id", "response_a_id", "response_b_id")
+    )
+    out["comparisons"] = columns_of(rows, ("id", "scenario", "response_a", "response_b"))
+    rows = rows_by_id(
+        Judgment, stored["judgments"]["id"], ("comparison_id", "annotator_id", "preference")
+    )
+    out["judgments"] = columns_of(rows, ("id", "comparison", "annotator", "preference"))
     if "exclusions" in stored:  # the choice made at freezing (releases before it have none)
         out["exclusions"] = stored["exclusions"]
     if "judgments_on_other_text" in stored:  # counted at freezing (earlier releases: absent)
