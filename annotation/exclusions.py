@@ -2,7 +2,7 @@
 
 A researcher excludes annotators from a campaign (chosen ones with a reason, or every annotator
 the agreement report flags, each with its flag as the reason). Agreement (scoring.agreement.services),
-calibration fits (scoring.metrics.features) and releases (scoring.releases.service) then leave their judgments
+calibration fits (scoring.metrics.features) and releases (scoring.releases.freezing) then leave their judgments
 out; the judgments stay stored, and `clear` brings them back. The agreement page, the REST API
 (scoring.agreement.api) and `manage.py exclude_annotators` all call these functions.
 """

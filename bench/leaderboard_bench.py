@@ -247,6 +247,8 @@ def release_rows() -> list[dict]:
 
 def _pipeline_rows(release, responses: int) -> list[dict]:
     """Freeze, compute, check and write the files of the release, each measured."""
+    from h2htalk import provenance
+    from scoring.releases import formats
     from scoring.releases import service as releases
 
     rows = []
@@ -277,14 +279,14 @@ def _pipeline_rows(release, responses: int) -> list[dict]:
     with tempfile.TemporaryDirectory() as folder:
         row, paths = measured(
             "release files: CSV + JSON + Markdown",
-            lambda: releases.write_files(release, Path(folder)),
+            lambda: formats.write_files(release, Path(folder)),
             3,
         )
         sizes = ", ".join(f"{p.suffix[1:]} {p.stat().st_size / 1024:,.0f} KiB" for p in paths)
     row["notes"] += f"; {sizes}"
     rows.append(row)
-    inputs_mib = len(releases.canonical(release.inputs).encode()) / 2**20
-    data_mib = len(releases.canonical(result.data).encode()) / 2**20
+    inputs_mib = len(provenance.canonical(release.inputs).encode()) / 2**20
+    data_mib = len(provenance.canonical(result.data).encode()) / 2**20
     rows.append(
         {
             "benchmark": "release stored JSON",

@@ -1,7 +1,7 @@
 """Leaderboard statistics: Bradley–Terry strengths with bootstrap CIs, which differences are
 significant, CI-based ranks, empirical win rates and the anchor win rate corrected with PPI.
 
-Plain arrays in and out; nothing here touches the database (scoring.releases.service does).
+Plain arrays in and out; nothing here touches the database (scoring.releases.data does).
 
 - Human votes: one outcome per vote (A better 1, tie ½, B better 0: the 5-point strength is not
   used), aggregated into (i, j, outcome) cells; the bootstrap reweights the cell counts

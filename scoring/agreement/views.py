@@ -10,7 +10,7 @@ from h2htalk import csvexport, jobs
 from h2htalk.models import Job
 from h2htalk.roles import RESEARCHER, role_required
 from scoring.agreement import services as agreement
-from scoring.agreement.plots import heatmap_svg
+from scoring.agreement.plots import agreement_heatmap_svg
 from scoring.tasks import compute_agreement
 
 AGREEMENT_TABLES = ("alpha", "annotators")
@@ -60,7 +60,9 @@ def agreement_page(request, campaign_id):
         context["progress"] = jobs.live_progress(job)
     if report and report.data["heatmap"]["annotators"]:
         heat = report.data["heatmap"]
-        context["heatmap"] = heatmap_svg(heat["annotators"], heat["share"], heat["shared"])
+        context["heatmap"] = agreement_heatmap_svg(
+            heat["annotators"], heat["share"], heat["shared"]
+        )
     return render(request, "scoring/agreement.html", context)
 
 

@@ -6,31 +6,25 @@ The statistics are in h2htalk.stats.calibration; the features in scoring.metrics
 probability: the report page, the API, the import round trip and routing all use them.
 """
 
-import importlib.metadata
 import json
 import math
-import os
-import subprocess
 from collections.abc import Mapping
-from functools import cache
-from html import escape
 
 import numpy as np
 import pandas as pd
 import sklearn
 from celery import shared_task
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Max, Q
 from django.http import Http404
 from django.utils import timezone
-from django.utils.safestring import SafeString, mark_safe
 from scipy.special import expit
 
 from annotation.access import managed_campaigns
 from annotation.models import Campaign
 from h2htalk import jobs
 from h2htalk.models import Job
+from h2htalk.provenance import code_version
 from h2htalk.roles import ADMIN, user_roles
 from h2htalk.stats import agreement as agreement_stats
 from h2htalk.stats import calibration as stats
@@ -55,36 +49,6 @@ MODEL_TEXT = (
 
 class DocumentError(ValueError):
     """A calibrated-judge document that does not follow the schema (said in one sentence)."""
-
-
-# ---------------------------------------------------------------- provenance
-
-
-def code_version() -> str:
-    """H2HTALK_CODE_VERSION if set, else `git describe` of the checkout, else the package
-    version."""
-    return os.environ.get("H2HTALK_CODE_VERSION") or _git_or_package_version()
-
-
-@cache
-def _git_or_package_version() -> str:
-    try:
-        described = subprocess.run(
-            ["git", "describe", "--tags", "--always", "--dirty"],  # noqa: S607
-            cwd=settings.BASE_DIR,
-            capture_output=True,
-            text=True,
-            timeout=3,
-            check=True,
-        ).stdout.strip()
-        if described:
-            return f"git {described}"
-    except (OSError, subprocess.SubprocessError):
-        pass
-    try:
-        return "h2htalk-platform " + importlib.metadata.version("h2htalk-platform")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
 
 
 # ---------------------------------------------------------------- scoring
@@ -636,73 +600,3 @@ JUDGE_LABELS = {
     "composite": "Paper composite (slope fitted)",
     "calibrated": "Calibrated judge",
 }
-JUDGE_COLOURS = {"raw": "#c2571a", "composite": "#6b7785", "calibrated": "#2c5d8f"}
-
-
-def reliability_svg(judges: Mapping[str, Mapping | None], size: int = 360) -> SafeString:
-    """Reliability diagram: observed share of votes for A against the mean predicted p per
-    bin, one line per judge; the diagonal is perfect calibration. Every text is escaped."""
-    margin = 44
-    plot = size - margin - 14
-
-    def x(value):
-        return margin + value * plot
-
-    def y(value):
-        return 10 + (1 - value) * plot
-
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {size} {size + 70}" '
-        f'width="{size}" height="{size + 70}" role="img" aria-label="reliability diagram">',
-        f'<rect x="{x(0)}" y="{y(1)}" width="{plot}" height="{plot}" fill="#fff" '
-        'stroke="#ccd3db"/>',
-        f'<line x1="{x(0)}" y1="{y(0)}" x2="{x(1)}" y2="{y(1)}" stroke="#bbb" '
-        'stroke-dasharray="4 3"><title>perfect calibration</title></line>',
-    ]
-    for tick in (0, 0.25, 0.5, 0.75, 1):
-        parts.append(
-            f'<text x="{x(tick)}" y="{y(0) + 14}" font-size="10" text-anchor="middle">'
-            f"{tick:g}</text>"
-        )
-        parts.append(
-            f'<text x="{x(0) - 5}" y="{y(tick) + 3}" font-size="10" text-anchor="end">'
-            f"{tick:g}</text>"
-        )
-    parts.append(
-        f'<text x="{x(0.5)}" y="{y(0) + 28}" font-size="11" text-anchor="middle">'
-        "predicted P(A preferred)</text>"
-    )
-    parts.append(
-        f'<text x="12" y="{y(0.5)}" font-size="11" text-anchor="middle" '
-        f'transform="rotate(-90 12 {y(0.5)})">observed share for A</text>'
-    )
-    legend_y = size + 4
-    legend_x = margin
-    for name, metrics in judges.items():
-        if not metrics:
-            continue
-        colour = JUDGE_COLOURS.get(name, "#000")
-        label = escape(JUDGE_LABELS.get(name, name))
-        points = [row for row in metrics.get("reliability", []) if row.get("mean_p") is not None]
-        if points:
-            path = " ".join(f"{x(r['mean_p']):.1f},{y(r['observed']):.1f}" for r in points)
-            parts.append(
-                f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"/>'
-            )
-        for row in points:
-            title = escape(
-                f"{JUDGE_LABELS.get(name, name)}: bin {row['lo']:.1f}–{row['hi']:.1f}, "
-                f"{row['comparisons']} comparisons, mean p {row['mean_p']:.3f}, "
-                f"observed {row['observed']:.3f}"
-            )
-            parts.append(
-                f'<circle cx="{x(row["mean_p"]):.1f}" cy="{y(row["observed"]):.1f}" r="3.5" '
-                f'fill="{colour}"><title>{title}</title></circle>'
-            )
-        parts.append(
-            f'<rect x="{legend_x}" y="{legend_y}" width="10" height="10" fill="{colour}"/>'
-            f'<text x="{legend_x + 14}" y="{legend_y + 9}" font-size="11">{label}</text>'
-        )
-        legend_y += 16
-    parts.append("</svg>")
-    return mark_safe("".join(parts))  # noqa: S308 - every text in it went through escape()

@@ -16,6 +16,7 @@ from h2htalk import jobs
 from h2htalk.models import Job
 from h2htalk.params import int_param
 from h2htalk.roles import ADMIN, RESEARCHER, role_required, user_roles
+from scoring import charts
 from scoring.calibration import routing
 from scoring.calibration import services as calibration
 from scoring.calibration.forms import CalibrationForm, ImportForm, MetricsForm, RoutingForm
@@ -169,7 +170,7 @@ def calibration_detail(request, pk):
             "companions": companions,
             "weights": weights,
             "versions": versions,
-            "diagram": calibration.reliability_svg(judges) if judges else None,
+            "diagram": charts.reliability_svg(judges) if judges else None,
         },
     )
 

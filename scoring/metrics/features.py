@@ -32,6 +32,7 @@ from scipy.special import expit
 from annotation import exclusions
 from annotation.models import RATING_DIMENSIONS, Campaign, Comparison, Judgment
 from h2htalk.stats import calibration as stats
+from scoring.frames import chunks, finite_number
 from scoring.metrics import composite as paper
 from scoring.models import JudgeConfig, JudgeVerdict, MetricScore
 
@@ -64,7 +65,6 @@ LABELS = {
     "judge_win_share": "LLM pairwise: share of verdicts won",
 }
 USABLE = (JudgeVerdict.Parse.STRICT, JudgeVerdict.Parse.FALLBACK)
-CHUNK = 5_000
 
 
 class FeatureError(ValueError):
@@ -96,26 +96,20 @@ def check_features(features, judge: JudgeConfig | None) -> list[str]:
     return [f for f in ALL_FEATURES if f in set(features)]
 
 
-def _chunks(values, size=CHUNK):
-    values = list(values)
-    for start in range(0, len(values), size):
-        yield values[start : start + size]
-
-
 # ---------------------------------------------------------------- per response
 
 
 def metric_table(response_ids) -> pd.DataFrame:
     """Stored metrics per response (index: response id); responses without metrics are absent."""
     rows = []
-    for chunk in _chunks(sorted(set(response_ids))):
+    for chunk in chunks(sorted(set(response_ids))):
         rows.extend(
             MetricScore.objects.filter(response_id__in=chunk).values_list("response_id", "values")
         )
     records = {}
     for response_id, values in rows:
-        record = {name: _number(values.get(name)) for name in METRIC_FEATURES}
-        chars = _number(values.get("length_chars"))
+        record = {name: finite_number(values.get(name)) for name in METRIC_FEATURES}
+        chars = finite_number(values.get("length_chars"))
         record["log_length"] = math.log1p(chars) if not math.isnan(chars) else math.nan
         records[response_id] = record
     columns = [*METRIC_FEATURES, "log_length"]
@@ -124,27 +118,17 @@ def metric_table(response_ids) -> pd.DataFrame:
     return frame
 
 
-def _number(value) -> float:
-    if isinstance(value, bool) or value is None:
-        return math.nan
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return math.nan
-    return number if math.isfinite(number) else math.nan
-
-
 def rubric_table(judge: JudgeConfig, response_ids) -> pd.DataFrame:
     """Mean 1–10 score per dimension (judge_<dim>) and judge_mean per response graded by the
     judge (single mode); responses without a usable verdict are absent."""
     sums: dict[int, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for chunk in _chunks(sorted(set(response_ids))):
+    for chunk in chunks(sorted(set(response_ids))):
         verdicts = JudgeVerdict.objects.filter(
             run__judge=judge, response_id__in=chunk, parse__in=USABLE
         ).values_list("response_id", "scores")
         for response_id, scores in verdicts:
             for dimension in RUBRIC_DIMENSIONS:
-                value = _number((scores or {}).get(dimension))
+                value = finite_number((scores or {}).get(dimension))
                 if not math.isnan(value) and 1 <= value <= 10:
                     sums[response_id][dimension].append(value)
     records = {}
@@ -170,7 +154,7 @@ def pairwise_shares(judge: JudgeConfig, pairs) -> dict[tuple[int, int], tuple[fl
     wanted = {(int(a), int(b)) for a, b in pairs}
     ids = sorted({r for pair in wanted for r in pair})
     tally: dict[tuple[int, int], list[float]] = defaultdict(lambda: [0.0, 0])
-    for chunk in _chunks(ids):
+    for chunk in chunks(ids):
         verdicts = JudgeVerdict.objects.filter(
             run__judge=judge,
             first_id__in=chunk,

@@ -13,6 +13,7 @@ from annotation.models import Campaign
 from h2htalk.roles import IsResearcher
 from scenarios.models import CompanionModel
 from scoring.models import CalibratedJudge, Release, ReleaseResult
+from scoring.releases import access, errors, formats, freezing
 from scoring.releases import service as releases
 from scoring.releases.forms import MAX_BOOT, MIN_BOOT
 
@@ -63,7 +64,7 @@ class ReleaseSerializer(serializers.ModelSerializer):
             "page": reverse("releases:detail", kwargs={"pk": release.pk}),
             **{
                 fmt: reverse("releases:export", kwargs={"pk": release.pk, "fmt": fmt})
-                for fmt in releases.FILES
+                for fmt in formats.FILES
             },
         }
 
@@ -139,13 +140,13 @@ class ReleaseCreateSerializer(serializers.Serializer):
 
     def validate(self, attrs):
         try:
-            attrs["companions"] = releases.check_choices(
+            attrs["companions"] = freezing.check_choices(
                 attrs["campaign"],
                 attrs.get("companions") or [],
                 attrs["anchor"],
                 attrs.get("judge"),
             )
-        except releases.ReleaseError as error:
+        except errors.ReleaseError as error:
             raise serializers.ValidationError(str(error)) from error
         return attrs
 
@@ -169,7 +170,7 @@ class ReleaseViewSet(
     queryset = Release.objects.none()
 
     def get_queryset(self):
-        rows = releases.visible_releases(self.request.user).select_related(
+        rows = access.visible_releases(self.request.user).select_related(
             "campaign", "anchor", "judge"
         )
         rows = rows.defer("inputs", "judge__document")  # large; loaded on access

@@ -6,7 +6,7 @@ from annotation.access import managed_campaigns
 from h2htalk.formfields import ModelMultipleChoiceField
 from scenarios.models import CompanionModel
 from scoring.models import CalibratedJudge, Release
-from scoring.releases import service as releases
+from scoring.releases import errors, freezing
 
 MIN_BOOT, MAX_BOOT = 100, 10_000
 
@@ -61,9 +61,9 @@ class ReleaseForm(forms.Form):
         if campaign is None or "anchor" not in data:
             return data
         try:
-            data["companions"] = releases.check_choices(
+            data["companions"] = freezing.check_choices(
                 campaign, list(data.get("companions") or []), data["anchor"], data.get("judge")
             )
-        except releases.ReleaseError as error:
+        except errors.ReleaseError as error:
             raise forms.ValidationError(str(error)) from error
         return data

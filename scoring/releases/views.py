@@ -13,7 +13,8 @@ from h2htalk import jobs
 from h2htalk.params import int_param
 from h2htalk.roles import RESEARCHER, role_required
 from scoring.models import Release, ReleaseResult
-from scoring.releases import plots
+from scoring.releases import access, formats, leaderboard
+from scoring.releases import data as release_data
 from scoring.releases import service as releases
 from scoring.releases.forms import ReleaseForm
 
@@ -30,7 +31,7 @@ def _result(release: Release):
 @role_required(RESEARCHER)
 def release_list(request):
     rows = list(
-        releases.visible_releases(request.user)
+        access.visible_releases(request.user)
         .select_related("campaign", "anchor", "judge", "created_by")
         .defer("inputs", "judge__document")
         .order_by("-created_at")
@@ -69,27 +70,27 @@ def release_create(request):
 
 @role_required(RESEARCHER)
 def release_detail(request, pk):
-    release = releases.release_or_404(request.user, pk)
-    context = {"release": release, "no_judge": releases.NO_JUDGE}
+    release = access.release_or_404(request.user, pk)
+    context = {"release": release, "no_judge": release_data.NO_JUDGE}
     job = releases.running_job(release)
     if job:
         context["job"] = job
         context["progress"] = jobs.live_progress(job)
     result = _result(release)
     if result is not None:
-        context.update(plots.leaderboard_context(release, result.data))
+        context.update(leaderboard.leaderboard_context(result.data))
         context["result"] = result
     return render(request, "releases/detail.html", context)
 
 
 @role_required(RESEARCHER)
 def release_export(request, pk, fmt):
-    release = releases.release_or_404(request.user, pk)
+    release = access.release_or_404(request.user, pk)
     if _result(release) is None:
         messages.error(request, "The release has no numbers yet.")
         return redirect("releases:detail", pk=release.pk)
-    response = HttpResponse(releases.FILES[fmt](release), content_type=releases.CONTENT_TYPES[fmt])
-    response["Content-Disposition"] = f'attachment; filename="{releases.file_stem(release)}.{fmt}"'
+    response = HttpResponse(formats.FILES[fmt](release), content_type=formats.CONTENT_TYPES[fmt])
+    response["Content-Disposition"] = f'attachment; filename="{formats.file_stem(release)}.{fmt}"'
     return response
 
 
@@ -98,7 +99,7 @@ def release_export(request, pk, fmt):
 def release_compute(request, pk):
     """Compute a release without numbers, or recompute and verify one with numbers: inline for
     small releases, as a background job for large ones."""
-    release = releases.release_or_404(request.user, pk)
+    release = access.release_or_404(request.user, pk)
     if releases.running_job(release):
         messages.info(request, "This release is being computed already.")
     elif releases.needs_job(release):

@@ -10,6 +10,7 @@ from django.utils.html import escape
 from annotation.models import Judgment
 from h2htalk.models import Job
 from h2htalk.stats import calibration as stats
+from scoring import charts
 from scoring.calibration import services as calibration
 from scoring.metrics import features
 from scoring.models import CalibratedJudge, JudgeConfig, JudgeVerdict
@@ -262,10 +263,10 @@ def test_annotators_cannot_use_the_pages(annotator_client, researcher):
 
 def test_reliability_svg_draws_each_judge_and_escapes(researcher):
     judge = support.stored_judge(None, researcher)
-    svg = str(calibration.reliability_svg(judge.document["heldout"]["judges"]))
+    svg = str(charts.reliability_svg(judge.document["heldout"]["judges"]))
     assert svg.count("<polyline") == 3 and "perfect calibration" in svg
     weird = {"<b>": judge.document["heldout"]["judges"]["calibrated"]}
-    assert "<b>" not in str(calibration.reliability_svg(weird)).replace("&lt;b&gt;", "")
+    assert "<b>" not in str(charts.reliability_svg(weird)).replace("&lt;b&gt;", "")
 
 
 def test_side_features_follow_the_documented_definitions(researcher, raters):

@@ -13,10 +13,12 @@ from django.urls import reverse
 
 from annotation import exclusions
 from annotation.models import AnnotatorExclusion, Judgment
+from h2htalk import provenance
 from scoring.agreement import services as agreement
 from scoring.calibration import services as calibration
 from scoring.metrics import features
 from scoring.models import Release
+from scoring.releases import formats, freezing, verifying
 from scoring.releases import service as releases
 from tests.annotation import factories as campaign_factories
 from tests.conftest import make_user
@@ -373,15 +375,15 @@ def test_a_release_freezes_the_exclusions_and_leaves_their_judgments_out(
     assert again.fingerprint == plain.fingerprint
 
     # The leaderboard says how many and why: Markdown, CSV, JSON and the page.
-    markdown = releases.to_markdown(excluded)
+    markdown = formats.to_markdown(excluded)
     assert markdown.count(sentence) == 1 and "failed the gold check" in markdown
-    rows = list(csv.DictReader(io.StringIO(releases.to_csv(excluded))))
+    rows = list(csv.DictReader(io.StringIO(formats.to_csv(excluded))))
     assert {r["excluded_judgments"] for r in rows} == {str(n)}
     assert {r["exclusion_reasons"] for r in rows} == {"failed the gold check"}
     assert {
-        r["excluded_judgments"] for r in csv.DictReader(io.StringIO(releases.to_csv(plain)))
+        r["excluded_judgments"] for r in csv.DictReader(io.StringIO(formats.to_csv(plain)))
     } == {"0"}
-    assert '"exclusions"' in releases.to_json(excluded)
+    assert '"exclusions"' in formats.to_json(excluded)
     page = researcher_client.get(reverse("releases:detail", args=[excluded.pk])).content.decode()
     assert f"{n} human judgments of 1 excluded annotator left out" in page
     assert "failed the gold check" in page
@@ -403,17 +405,17 @@ def test_releases_frozen_before_exclusions_still_check(release_world):
     release = make_release(release_world, name="Old", judge=False)
     inputs = dict(release.inputs)
     inputs.pop("exclusions")
-    fingerprint = releases.fingerprint_of(inputs)
+    fingerprint = freezing.fingerprint_of(inputs)
     Release.objects.filter(pk=release.pk).update(inputs=inputs, fingerprint=fingerprint)
     data = dict(release.result.data)
     data.pop("exclusions")
     data["notes"] = list(data["notes"])
     result = release.result
     result.data = data
-    result.data_sha256 = releases.sha256_text(releases.canonical(data))
+    result.data_sha256 = provenance.sha256_text(provenance.canonical(data))
     result.save()
     release = Release.objects.get(pk=release.pk)
-    assert releases.verify(release) == []
+    assert verifying.verify(release) == []
     recomputed = releases.results_for(release)
     assert "exclusions" not in recomputed
-    assert releases.canonical(recomputed) == releases.canonical(data)
+    assert provenance.canonical(recomputed) == provenance.canonical(data)

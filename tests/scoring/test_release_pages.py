@@ -13,7 +13,8 @@ from rest_framework.test import APIClient
 from h2htalk.roles import ANNOTATOR, RESEARCHER
 from scenarios.models import CompanionModel
 from scoring.models import Release
-from scoring.releases import service as releases
+from scoring.releases import data as release_data
+from scoring.releases import formats
 from tests.annotation import factories as campaign_factories
 from tests.conftest import make_user
 from tests.scoring.test_release_pipeline import make_release, rated_world
@@ -104,7 +105,7 @@ def test_the_list_shows_releases_with_a_constant_number_of_queries(
 
 def test_downloads_csv_json_and_markdown(client, researcher, release):
     client.force_login(researcher)
-    stem = releases.file_stem(release)
+    stem = formats.file_stem(release)
     response = client.get(reverse("releases:export", kwargs={"pk": release.pk, "fmt": "csv"}))
     assert response["Content-Type"].startswith("text/csv")
     assert response["Content-Disposition"] == f'attachment; filename="{stem}.csv"'
@@ -251,7 +252,7 @@ def test_the_api_lists_shows_creates_and_verifies(researcher, world, release):
     assert created.status_code == 201, created.json()
     body = created.json()
     assert body["state"] == "ready" and body["judge"] is None
-    assert body["results"]["judge_note"] == releases.NO_JUDGE
+    assert body["results"]["judge_note"] == release_data.NO_JUDGE
     assert body["anchor_name"] == "Weak-Omega"
     verified = api.post(f"/api/releases/{body['id']}/compute/").json()
     assert verified["check_ok"] is True and "bit for bit" in verified["check_message"]

@@ -19,10 +19,13 @@ from django.utils import timezone
 
 from annotation.models import Assignment, Campaign, Comparison, Judgment
 from annotation.pairing import build_comparisons
+from h2htalk import provenance
 from h2htalk.models import Job
 from scenarios.models import CompanionModel, GenerationRun, Response, Scenario
 from scoring.calibration import services as calibration
 from scoring.models import CalibratedJudge, MetricScore, Release, ReleaseResult
+from scoring.releases import data as release_data
+from scoring.releases import errors, formats, freezing
 from scoring.releases import service as releases
 from tests import simulators
 from tests.annotation import factories as campaign_factories
@@ -181,8 +184,8 @@ def release(world):
 
 def test_a_release_freezes_its_inputs_and_computes_its_numbers(release, world):
     inputs = release.inputs
-    assert inputs["schema"] == releases.INPUTS_SCHEMA
-    assert release.fingerprint == releases.fingerprint_of(inputs)
+    assert inputs["schema"] == freezing.INPUTS_SCHEMA
+    assert release.fingerprint == freezing.fingerprint_of(inputs)
     assert len(inputs["scenarios"]["id"]) == 24
     assert len(inputs["responses"]["id"]) == 72 and sum(inputs["responses"]["population"]) == 72
     assert len(inputs["comparisons"]["id"]) == 72
@@ -190,7 +193,7 @@ def test_a_release_freezes_its_inputs_and_computes_its_numbers(release, world):
     assert inputs["judge"]["name"] == "rel judge" and len(inputs["judge"]["document_sha256"]) == 64
     assert inputs["anchor"] == world.companions[1].pk and inputs["seed"] == 0
     text = Response.objects.get(pk=inputs["responses"]["id"][0]).text
-    assert inputs["responses"]["text_sha256"][0] == releases.sha256_text(text)
+    assert inputs["responses"]["text_sha256"][0] == provenance.sha256_text(text)
     # Missing reference metrics were computed before freezing.
     assert MetricScore.objects.filter(response_id__in=inputs["responses"]["id"]).count() == 72
 
@@ -218,7 +221,7 @@ def test_a_release_freezes_its_inputs_and_computes_its_numbers(release, world):
     assert data["composite"]["overall"][0]["mean"] > data["composite"]["overall"][2]["mean"]
     assert "renormalised" in data["composite"]["note"]
     assert data["reliability"]["calibrated"]["ece"] == 0.04
-    assert release.result.data_sha256 == releases.sha256_text(releases.canonical(data))
+    assert release.result.data_sha256 == provenance.sha256_text(provenance.canonical(data))
     assert release.result.code_version.startswith("h2htalk-platform")
 
 
@@ -229,7 +232,7 @@ def test_numbers_are_reproduced_bit_for_bit(release, world):
     release.refresh_from_db()
     assert release.check_ok is True and release.checked_at is not None
     again = releases.results_for(release)
-    assert releases.canonical(again) == releases.canonical(release.result.data)
+    assert provenance.canonical(again) == provenance.canonical(release.result.data)
     # A release only reads its frozen inputs: a vote added to the campaign afterwards changes
     # nothing (and is not an "input changed").
     comparison = world.campaign.comparisons.first()
@@ -256,7 +259,7 @@ def test_the_same_inputs_and_seed_give_identical_numbers_in_a_second_release(rel
     twin = make_release(world, name="Twin release")
     assert twin.fingerprint != release.fingerprint or twin.inputs == release.inputs
     assert twin.inputs == release.inputs  # the same inputs (release name is not an input)
-    assert releases.canonical(twin.result.data) == releases.canonical(release.result.data)
+    assert provenance.canonical(twin.result.data) == provenance.canonical(release.result.data)
     other_seed = make_release(world, name="Other seed", seed=1)
     assert other_seed.fingerprint != release.fingerprint
     assert (
@@ -342,13 +345,13 @@ def test_check_and_compute_refuse_clearly_after_an_input_changed(change, release
     assert expected in str(failure.value)
     # Computing refuses too, and says why; the stored numbers (those of the frozen inputs)
     # stay, with the failure recorded as a failed check.
-    stored = releases.canonical(release.result.data)
-    with pytest.raises(releases.InputsChanged):
+    stored = provenance.canonical(release.result.data)
+    with pytest.raises(errors.InputsChanged):
         releases.compute(release)
     release.refresh_from_db()
     assert release.state == Release.State.READY
     assert release.check_ok is False and expected in release.check_message
-    assert releases.canonical(ReleaseResult.objects.get(release=release).data) == stored
+    assert provenance.canonical(ReleaseResult.objects.get(release=release).data) == stored
 
 
 def test_a_tampered_stored_inputs_document_is_detected(release):
@@ -374,31 +377,31 @@ def test_a_release_without_a_judge_still_ranks_and_says_so(world):
     release = make_release(world, name="Metrics only", judge=False)
     assert release.state == Release.State.READY, release.message
     data = release.result.data
-    assert data["judge"] is None and data["judge_note"] == releases.NO_JUDGE
+    assert data["judge"] is None and data["judge_note"] == release_data.NO_JUDGE
     assert release.inputs["judge"] is None
     assert all(row["ppi"] is None for row in data["anchor_win_rate"]["rows"])
     assert releases.check(release).ok
-    markdown = releases.to_markdown(release)
-    assert f"— {releases.NO_JUDGE}" in markdown
+    markdown = formats.to_markdown(release)
+    assert f"— {release_data.NO_JUDGE}" in markdown
 
 
 def test_choices_are_validated(world, researcher):
     outsider = CompanionModel.objects.create(name="Outsider")
-    with pytest.raises(releases.ReleaseError, match="not a companion of campaign"):
+    with pytest.raises(errors.ReleaseError, match="not a companion of campaign"):
         releases.create_release(
             name="x",
             campaign=world.campaign,
             anchor=outsider,
             companions=[*world.companions, outsider],
         )
-    with pytest.raises(releases.ReleaseError, match="anchor must be one"):
+    with pytest.raises(errors.ReleaseError, match="anchor must be one"):
         releases.create_release(
             name="x",
             campaign=world.campaign,
             anchor=world.companions[2],
             companions=world.companions[:2],
         )
-    with pytest.raises(releases.ReleaseError, match="at least two"):
+    with pytest.raises(errors.ReleaseError, match="at least two"):
         releases.create_release(
             name="x",
             campaign=world.campaign,
@@ -432,7 +435,7 @@ def test_command_prints_the_table_and_writes_csv_json_and_markdown(release, tmp_
     printed = out.getvalue()
     assert "| Rank | Companion | Human Elo (95% CI) |" in printed
     assert "Strong-Sigma" in printed and release.fingerprint in printed
-    stem = releases.file_stem(release)
+    stem = formats.file_stem(release)
     markdown = (tmp_path / f"{stem}.md").read_text(encoding="utf-8")
     assert markdown == printed
     lines = [line for line in markdown.splitlines() if line.startswith("| 1 | Strong-Sigma")]
@@ -446,7 +449,7 @@ def test_command_prints_the_table_and_writes_csv_json_and_markdown(release, tmp_
     data = release.result.data
     groups = 1 + len(data["dimensions"]) + len(data["subtasks"])
     assert len(rows) == 3 * groups
-    assert list(rows[0]) == releases.CSV_COLUMNS
+    assert list(rows[0]) == formats.CSV_COLUMNS
     overall = {r["companion"]: r for r in rows if r["scope"] == "overall"}
     strong = overall["Strong-Sigma"]
     assert float(strong["human_elo"]) == data["human"]["overall"]["elo"][0]
@@ -511,7 +514,7 @@ def test_load_demo_ends_with_a_populated_demo_release(client, django_user_model)
     )
     assert data["counts"]["votes"] == 243
     names = [c["name"] for c in data["companions"]]
-    order = [names[k] for k in releases.ordered(data)]
+    order = [names[k] for k in formats.ordered(data)]
     assert order == ["demo-warmth-v2", "demo-brief-v1", "demo-eager-v0"]
     client.force_login(django_user_model.objects.get(username="researcher"))
     page = client.get(f"/releases/{release.pk}/").content.decode()

@@ -7,9 +7,11 @@ import pytest
 from django.urls import reverse
 
 from annotation.models import Assignment, Judgment
+from h2htalk import provenance
 from scenarios import services
 from scenarios.models import Scenario
 from scoring.models import Release
+from scoring.releases import formats, freezing, verifying
 from scoring.releases import service as releases
 from tests.annotation import factories as campaign_factories
 from tests.scoring.test_release_pipeline import make_release, rated_world
@@ -83,8 +85,8 @@ def test_judgments_on_an_earlier_text_are_left_out_and_counted(
     assert data["counts"]["votes"] == every - 8
     sentence = "8 human judgments made on an earlier text of their scenario (edited since) are"
     assert any(note.startswith(sentence) for note in data["notes"])
-    assert releases.to_markdown(release).count(sentence) == 1
-    assert '"judgments_on_other_text": 8' in releases.to_json(release)
+    assert formats.to_markdown(release).count(sentence) == 1
+    assert '"judgments_on_other_text": 8' in formats.to_json(release)
     page = researcher_client.get(reverse("releases:detail", args=[release.pk])).content.decode()
     assert "8 human judgments made on an earlier text of their scenario left out" in page
     page = researcher_client.get(reverse("releases:detail", args=[before.pk])).content.decode()
@@ -123,16 +125,16 @@ def test_releases_frozen_before_the_count_still_check(world):
     inputs = dict(release.inputs)
     inputs.pop("judgments_on_other_text")
     Release.objects.filter(pk=release.pk).update(
-        inputs=inputs, fingerprint=releases.fingerprint_of(inputs)
+        inputs=inputs, fingerprint=freezing.fingerprint_of(inputs)
     )
     result = release.result
     data = dict(result.data)
     data.pop("judgments_on_other_text")
     result.data = data
-    result.data_sha256 = releases.sha256_text(releases.canonical(data))
+    result.data_sha256 = provenance.sha256_text(provenance.canonical(data))
     result.save()
     release = Release.objects.get(pk=release.pk)
-    assert releases.verify(release) == []
+    assert verifying.verify(release) == []
     recomputed = releases.results_for(release)
     assert "judgments_on_other_text" not in recomputed
-    assert releases.canonical(recomputed) == releases.canonical(data)
+    assert provenance.canonical(recomputed) == provenance.canonical(data)

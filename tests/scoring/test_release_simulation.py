@@ -1,4 +1,4 @@
-"""A release's numbers on simulated data with known truths (scoring.releases.service.compute_results,
+"""A release's numbers on simulated data with known truths (scoring.releases.computing.compute_results,
 no database): the human ranking recovers the strengths, PPI covers the true win rate against
 the anchor where a biased judge does not, the numbers are deterministic for a seed, and a release
 without a judge says so."""
@@ -11,7 +11,10 @@ import pytest
 from scipy.special import expit
 from scipy.stats import spearmanr
 
-from scoring.releases import service as releases
+from h2htalk import provenance
+from scenarios.taxonomy import Subtask
+from scoring.releases import computing
+from scoring.releases import data as release_data
 
 SUBTASKS = ["dialogue_base", "dialogue_emotion", "recollection_refine", "itinerary_basic"]
 ANCHOR = 10
@@ -82,7 +85,7 @@ def simulate(
             "composite": (0.3 + 0.05 * quality).ravel(),
         }
     )
-    data = releases.ReleaseData(
+    data = release_data.ReleaseData(
         companions=[(c, f"companion-{c}") for c in ids],
         anchor=ANCHOR,
         subtask=subtask,
@@ -106,7 +109,7 @@ def _row(results, companion):
 
 def test_ppi_covers_the_true_win_rate_where_the_biased_judge_does_not():
     data, truth, _ = simulate(seed=3)
-    results = releases.compute_results(data)
+    results = computing.compute_results(data)
     biased = _row(results, 11)
     assert biased["ppi"]["low"] <= truth[11] <= biased["ppi"]["high"]
     assert not biased["judge"]["low"] <= truth[11] <= biased["judge"]["high"]
@@ -125,7 +128,7 @@ def test_ppi_coverage_over_seeded_release_repetitions():
     widths = []
     for seed in range(30):
         data, truth, _ = simulate(seed=100 + seed, n_scenarios=800, n_labelled=150, n_boot=10)
-        row = _row(releases.compute_results(data), 11)
+        row = _row(computing.compute_results(data), 11)
         ppi_hits += row["ppi"]["low"] <= truth[11] <= row["ppi"]["high"]
         judge_hits += row["judge"]["low"] <= truth[11] <= row["judge"]["high"]
         widths.append(
@@ -138,7 +141,7 @@ def test_ppi_coverage_over_seeded_release_repetitions():
 
 def test_human_ranking_recovers_the_strengths_and_marks_significant_differences():
     data, _, strength = simulate(seed=5, n_labelled=400)
-    results = releases.compute_results(data)
+    results = computing.compute_results(data)
     human = results["human"]["overall"]
     assert spearmanr(human["elo"], strength).statistic == pytest.approx(1.0)
     assert human["level"] == 0.95 and human["n_boot"] == 100
@@ -154,26 +157,26 @@ def test_human_ranking_recovers_the_strengths_and_marks_significant_differences(
     # Per dimension and subtask: the same fits on their parts.
     assert set(results["human"]["by_subtask"]) == set(SUBTASKS)
     assert all("elo" in block for block in results["human"]["by_subtask"].values())
-    assert results["subtasks"] == [t for t in releases.Subtask.values if t in SUBTASKS]
+    assert results["subtasks"] == [t for t in Subtask.values if t in SUBTASKS]
 
 
 def test_numbers_are_deterministic_for_a_seed_and_change_with_it():
-    first = releases.canonical(releases.compute_results(simulate(seed=1, n_boot=50)[0]))
-    again = releases.canonical(releases.compute_results(simulate(seed=1, n_boot=50)[0]))
+    first = provenance.canonical(computing.compute_results(simulate(seed=1, n_boot=50)[0]))
+    again = provenance.canonical(computing.compute_results(simulate(seed=1, n_boot=50)[0]))
     assert first == again
     data, _, _ = simulate(seed=1, n_boot=50)
     data.seed = 2  # same data, another bootstrap seed
-    assert releases.canonical(releases.compute_results(data)) != first
-    assert json.loads(first)["schema"] == releases.RESULTS_SCHEMA
+    assert provenance.canonical(computing.compute_results(data)) != first
+    assert json.loads(first)["schema"] == computing.RESULTS_SCHEMA
 
 
 def test_without_a_judge_the_judge_columns_say_so_and_the_rest_works():
     data, truth, _ = simulate(seed=2, with_judge=False, n_boot=50)
-    results = releases.compute_results(data)
-    assert results["judge"] is None and results["judge_note"] == releases.NO_JUDGE
+    results = computing.compute_results(data)
+    assert results["judge"] is None and results["judge_note"] == release_data.NO_JUDGE
     row = _row(results, 12)
-    assert row["ppi"] is None and row["ppi_reason"] == releases.NO_JUDGE
-    assert row["judge"] is None and row["judge_reason"] == releases.NO_JUDGE
+    assert row["ppi"] is None and row["ppi_reason"] == release_data.NO_JUDGE
+    assert row["judge"] is None and row["judge_reason"] == release_data.NO_JUDGE
     assert row["humans"]["low"] <= truth[12] <= row["humans"]["high"]
     assert results["human"]["overall"]["elo"][0] is not None
     assert results["composite"]["overall"][0]["n"] == 1_500
@@ -181,7 +184,7 @@ def test_without_a_judge_the_judge_columns_say_so_and_the_rest_works():
 
 def test_small_groups_are_skipped_with_a_reason():
     data, _, _ = simulate(seed=4, n_labelled=6, n_boot=20)  # about 27 votes per subtask
-    results = releases.compute_results(data)
+    results = computing.compute_results(data)
     for block in results["human"]["by_subtask"].values():
         assert "skipped" in block and "human votes" in block["skipped"]
     assert "elo" in results["human"]["overall"]

@@ -69,6 +69,7 @@ class Command(BaseCommand):
     def _release(self, campaign: Campaign, owner) -> None:
         """The demo benchmark release (labelled demo data), created once and computed now."""
         from scoring.models import Release
+        from scoring.releases import errors
         from scoring.releases import service as releases
 
         release = Release.objects.filter(name=DEMO_RELEASE).first()
@@ -86,7 +87,7 @@ class Command(BaseCommand):
                 compute_now=True,
             )
         elif release.state != Release.State.READY:
-            with contextlib.suppress(releases.ReleaseError):  # the release shows why
+            with contextlib.suppress(errors.ReleaseError):  # the release shows why
                 releases.compute(release)
         self.stdout.write(
             f"{DEMO_RELEASE}: {release.get_state_display().lower()}"

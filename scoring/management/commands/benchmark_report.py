@@ -5,7 +5,9 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from scoring.models import Release
+from scoring.models import Release, ReleaseResult
+from scoring.releases import data as release_data
+from scoring.releases import errors, formats
 from scoring.releases import service as releases
 
 
@@ -32,17 +34,17 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         try:
             release = releases.find_release(options["release"])
-        except releases.ReleaseError as error:
+        except errors.ReleaseError as error:
             raise CommandError(str(error)) from error
         has_numbers = (
             release.state == Release.State.READY
-            and releases.ReleaseResult.objects.filter(release=release).exists()
+            and ReleaseResult.objects.filter(release=release).exists()
         )
         if not has_numbers:
             self.stderr.write(f"{release.name}: no numbers yet, computing them now …")
             try:
                 releases.compute(release, progress=self._progress)
-            except releases.ReleaseError as error:
+            except errors.ReleaseError as error:
                 raise CommandError(f"{release.name} could not be computed: {error}") from error
         elif options["check"]:
             outcome = releases.check(release, progress=self._progress)
@@ -50,11 +52,11 @@ class Command(BaseCommand):
                 raise CommandError(f"CHECK FAILED for {release.name}: {outcome.message}")
             self.stderr.write(self.style.SUCCESS(f"Check passed: {outcome.message}."))
         release = releases.find_release(str(release.pk))
-        self.stdout.write(releases.to_markdown(release))
+        self.stdout.write(formats.to_markdown(release))
         if not options["no_files"]:
-            for path in releases.write_files(release, Path(options["out"])):
+            for path in formats.write_files(release, Path(options["out"])):
                 self.stderr.write(f"wrote {path}")
 
     def _progress(self, done, total, message="scoring pairs with the judge"):
-        if total and (done == total or done % (10 * releases.PAIR_CHUNK) == 0):
+        if total and (done == total or done % (10 * release_data.PAIR_CHUNK) == 0):
             self.stderr.write(f"  {message}: {done}/{total}")

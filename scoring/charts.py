@@ -1,0 +1,250 @@
+"""Server-side SVG charts shared by the scoring pages (no JavaScript library, no CDN): the
+drawing primitives, the labelled grid and heat map, and the one reliability diagram.
+
+Every text that goes into an SVG passes through html.escape, which is why the result may be
+marked safe."""
+
+import math
+from collections.abc import Callable, Mapping
+from html import escape
+
+from django.utils.safestring import SafeString, mark_safe
+
+FONT = 'font-family="system-ui, sans-serif"'
+BLUE = (44, 93, 143)
+ORANGE = (194, 87, 26)
+NO_VALUE = "#eeeeee"
+EMPTY_CELL = "#f4f5f7"
+DARK_INK = "#1d232a"
+
+
+def svg_document(width, height, label, parts) -> SafeString:
+    head = (
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width:.0f} {height:.0f}" '
+        f'width="{width:.0f}" height="{height:.0f}" role="img" aria-label="{escape(label)}" '
+        f"{FONT}>"
+    )
+    return mark_safe(head + "".join(parts) + "</svg>")  # noqa: S308 - every text escaped
+
+
+def shorten(name: str, size: int = 24) -> str:
+    return name if len(name) <= size else name[: size - 1] + "…"
+
+
+def ticks(low: float, high: float, count: int = 5) -> list[float]:
+    """About `count` round axis ticks (steps of 1, 2 or 5 times a power of ten) in [low, high]."""
+    span = max(high - low, 1e-9)
+    raw = span / count
+    magnitude = 10 ** math.floor(math.log10(raw))
+    step = min((m * magnitude for m in (1, 2, 5, 10) if m * magnitude >= raw), default=raw)
+    out = []
+    value = math.ceil(low / step) * step
+    while value <= high + 1e-9:
+        out.append(round(value, 10))
+        value += step
+    return out
+
+
+def _tint(t: float, target: tuple[int, int, int]) -> str:
+    """White (t = 0) to the target colour (t = 1)."""
+    red, green, blue = (int(255 - t * (255 - c)) for c in target)
+    return f"rgb({red},{green},{blue})"
+
+
+def diverging(value: float | None, centre: float, spread: float) -> str:
+    """White at the centre, blue above, orange below; grey for no value."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return NO_VALUE
+    t = max(-1.0, min(1.0, (value - centre) / spread)) if spread > 0 else 0.0
+    return _tint(abs(t), BLUE if t > 0 else ORANGE)
+
+
+def sequential(value: float | None, low: float, high: float) -> str:
+    """White at `low` (and below), blue at `high`; grey for no value."""
+    if value is None:
+        return NO_VALUE
+    return _tint(max(0.0, min(1.0, (value - low) / (high - low))), BLUE)
+
+
+# ---------------------------------------------------------------- grids and heat maps
+
+
+def _grid_cell(cell: dict | None, x0: float, y0: float, width: int, height: int) -> str:
+    if cell is None:
+        return (
+            f'<rect x="{x0}" y="{y0}" width="{width - 1}" height="{height - 1}" '
+            f'fill="{EMPTY_CELL}"/>'
+        )
+    out = (
+        f'<rect x="{x0}" y="{y0}" width="{width - 1}" height="{height - 1}" '
+        f'fill="{cell["fill"]}"><title>{escape(cell["title"])}</title></rect>'
+    )
+    if cell.get("text"):
+        weight = ' font-weight="700"' if cell.get("bold") else ""
+        ink = f' fill="{cell["ink"]}"' if cell.get("ink") else ""
+        font = 11 if height >= 24 else 9
+        out += (
+            f'<text x="{x0 + width / 2:.1f}" y="{y0 + height / 2 + 4:.1f}" '
+            f'font-size="{font}" text-anchor="middle"{weight}{ink} pointer-events="none">'
+            f"{escape(cell['text'])}</text>"
+        )
+    return out
+
+
+def grid_svg(
+    row_labels: list[str],
+    col_labels: list[str],
+    cells: list[list[dict | None]],
+    label: str,
+    cell_width: int = 58,
+    cell_height: int = 30,
+) -> SafeString:
+    """A labelled grid. Each cell: {"fill", "title", and optionally "text", "bold", "ink"} or
+    None (light grey, no value)."""
+    left = 12 + 7 * max((len(shorten(r)) for r in row_labels), default=4)
+    top = 14 + 6 * max((len(shorten(c, 20)) for c in col_labels), default=4)
+    overhang = 0.8 * 6.2 * max((len(shorten(c, 20)) for c in col_labels), default=4)
+    width = left + cell_width * len(col_labels) + max(10, overhang - cell_width / 2 + 10)
+    height = top + cell_height * len(row_labels) + 10
+    parts = []
+    for j, name in enumerate(col_labels):
+        cx = left + j * cell_width + cell_width / 2
+        parts.append(
+            f'<text x="{cx:.1f}" y="{top - 6}" font-size="11" text-anchor="start" '
+            f'transform="rotate(-40 {cx:.1f} {top - 6})">{escape(shorten(name, 20))}</text>'
+        )
+    for i, name in enumerate(row_labels):
+        cy = top + i * cell_height + cell_height / 2
+        parts.append(
+            f'<text x="{left - 6}" y="{cy + 4:.1f}" font-size="11" text-anchor="end">'
+            f"{escape(shorten(name))}</text>"
+        )
+        for j in range(len(col_labels)):
+            x0, y0 = left + j * cell_width, top + i * cell_height
+            parts.append(_grid_cell(cells[i][j], x0, y0, cell_width, cell_height))
+    return svg_document(width, height, label, parts)
+
+
+def heatmap_svg(
+    row_labels: list[str],
+    col_labels: list[str],
+    values: list[list[float | None]],
+    *,
+    label: str,
+    fill: Callable[[float | None], str],
+    text: Callable[[float], str],
+    title: Callable[[int, int, float | None], str | None],
+    ink: Callable[[float], str] | None = None,
+    cell: tuple[int, int] = (64, 28),
+) -> SafeString:
+    """A heat map of values[i][j] (row i, column j; None: no value), empty when no cell has a
+    value. `title(i, j, value)` is the hover text; for a cell without value a title makes a
+    grey cell that still says why, None leaves it blank."""
+    if all(value is None for row in values for value in row):
+        return mark_safe("")
+    cells = []
+    for i, row in enumerate(values):
+        cells.append([])
+        for j, value in enumerate(row):
+            note = title(i, j, value)
+            if value is None:
+                cells[i].append({"fill": NO_VALUE, "title": note} if note else None)
+                continue
+            entry = {"fill": fill(value), "text": text(value), "title": note or ""}
+            if ink:
+                entry["ink"] = ink(value)
+            cells[i].append(entry)
+    return grid_svg(row_labels, col_labels, cells, label, *cell)
+
+
+# ---------------------------------------------------------------- reliability
+
+
+RELIABILITY_SERIES = {  # judge name in a calibrated judge's document → legend label, colour
+    "calibrated": ("Calibrated judge", "#2c5d8f"),
+    "composite": ("Paper composite (slope fitted)", "#6b7785"),
+    "raw": ("Raw LLM judge", "#c2571a"),
+}
+
+
+def _reliability_points(table: Mapping) -> list[dict]:
+    """The bins of a reliability table that have both a mean prediction and an observation."""
+    return [
+        row
+        for row in table.get("reliability") or []
+        if isinstance(row, dict)
+        and isinstance(row.get("mean_p"), int | float)
+        and isinstance(row.get("observed"), int | float)
+    ]
+
+
+def _point_title(label: str, row: dict) -> str:
+    where = f"bin {row['lo']:.1f}–{row['hi']:.1f}, " if "lo" in row and "hi" in row else ""
+    count = f", {row['comparisons']} comparisons" if "comparisons" in row else ""
+    return (
+        f"{label}: {where}mean predicted {row['mean_p']:.3f}, observed {row['observed']:.3f}{count}"
+    )
+
+
+def _reliability_axes(x, y, plot: float) -> list[str]:
+    parts = [
+        f'<rect x="{x(0)}" y="{y(1)}" width="{plot}" height="{plot}" fill="#fff" '
+        'stroke="#ccd3db"/>',
+        f'<line x1="{x(0)}" y1="{y(0)}" x2="{x(1)}" y2="{y(1)}" stroke="#bbb" '
+        'stroke-dasharray="4 3"><title>perfect calibration</title></line>',
+    ]
+    for tick in (0, 0.25, 0.5, 0.75, 1):
+        parts.append(
+            f'<text x="{x(tick)}" y="{y(0) + 14}" font-size="10" text-anchor="middle">'
+            f"{tick:g}</text>"
+            f'<text x="{x(0) - 5}" y="{y(tick) + 3}" font-size="10" text-anchor="end">'
+            f"{tick:g}</text>"
+        )
+    parts.append(
+        f'<text x="{x(0.5)}" y="{y(0) + 28}" font-size="11" text-anchor="middle">'
+        "predicted P(A preferred), held out</text>"
+        f'<text x="12" y="{y(0.5)}" font-size="11" text-anchor="middle" '
+        f'transform="rotate(-90 12 {y(0.5)})">observed share of votes for A</text>'
+    )
+    return parts
+
+
+def reliability_svg(tables: Mapping[str, Mapping | None] | None, size: int = 360) -> SafeString:
+    """Reliability diagram of a calibrated judge's held-out predictions: the observed share of
+    human votes for A against the mean predicted P per bin, one line per judge (the document's
+    "heldout" → "judges" tables); the diagonal is perfect calibration. Empty when no table has
+    a point. Used by the calibration report and the release leaderboard."""
+    margin = 44
+    plot = size - margin - 14
+
+    def x(value):
+        return margin + value * plot
+
+    def y(value):
+        return 10 + (1 - value) * plot
+
+    parts = _reliability_axes(x, y, plot)
+    drawn = 0
+    for name, table in (tables or {}).items():
+        points = _reliability_points(table) if table else []
+        if not points:
+            continue
+        label, colour = RELIABILITY_SERIES.get(name, (name, "#000"))
+        path = " ".join(f"{x(r['mean_p']):.1f},{y(r['observed']):.1f}" for r in points)
+        parts.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"/>')
+        for row in points:
+            parts.append(
+                f'<circle cx="{x(row["mean_p"]):.1f}" cy="{y(row["observed"]):.1f}" r="3.5" '
+                f'fill="{colour}"><title>{escape(_point_title(label, row))}</title></circle>'
+            )
+        ece = table.get("ece")
+        legend = label + (f" (ECE {ece:.3f})" if isinstance(ece, int | float) else "")
+        legend_y = size + 12 + 18 * drawn
+        parts.append(
+            f'<rect x="{margin}" y="{legend_y}" width="10" height="10" fill="{colour}"/>'
+            f'<text x="{margin + 14}" y="{legend_y + 9}" font-size="11">{escape(legend)}</text>'
+        )
+        drawn += 1
+    if not drawn:
+        return mark_safe("")
+    return svg_document(size, size + 18 + 18 * drawn, "reliability diagram", parts)

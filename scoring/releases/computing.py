@@ -1,0 +1,356 @@
+"""The numbers of a release, from its data (scoring.releases.data) alone: Bradley–Terry
+strengths of the human votes and of the calibrated judge (overall, per dimension, per subtask),
+the win rate against the anchor (humans, judge, PPI++), the composite and the win matrix.
+
+Pure and deterministic for the same data and seed (the check recomputes them bit for bit);
+no database access, no HTTP: errors are ReleaseError."""
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from h2htalk.stats import leaderboard as stats
+from scenarios.taxonomy import Dimension, Subtask, dimension_of
+from scoring.releases.data import NO_JUDGE, ReleaseData
+
+RESULTS_SCHEMA = "h2htalk.release-results/1"
+MIN_GROUP_VOTES = 30  # a dimension or subtask with fewer human votes is skipped, with a note
+MIN_VOTES_PER_COMPANION = 10  # … or with fewer than this many votes per companion in it
+MIN_GROUP_SCENARIOS = 5  # the judge's scenario bootstrap needs a few scenarios per group
+
+
+def _outcome_a(preference) -> np.ndarray:
+    preference = np.asarray(preference, dtype=float)
+    return np.where(preference < 0, 1.0, np.where(preference == 0, 0.5, 0.0))
+
+
+def _masked(strengths: stats.Strengths, present: np.ndarray, n: int) -> dict:
+    """A Strengths fitted on the present companions, expanded to all n (None elsewhere)."""
+    fitted = strengths.as_dict()
+    out = {key: fitted[key] for key in ("level", "n_boot", "method")}
+    index = {int(k): pos for pos, k in enumerate(present)}
+    for key in ("elo", "low", "high", "rank"):
+        out[key] = [fitted[key][index[k]] if k in index else None for k in range(n)]
+    out["games"] = [round(fitted["games"][index[k]]) if k in index else 0 for k in range(n)]
+    for key in ("p_better", "significant", "diff_low", "diff_high"):
+        out[key] = [
+            [
+                fitted[key][index[i]][index[j]] if i in index and j in index else None
+                for j in range(n)
+            ]
+            for i in range(n)
+        ]
+    return out
+
+
+def _vote_block(frame, index, n, data, name, minimum) -> dict:
+    votes = len(frame)
+    block = {"votes": votes, "comparisons": int(frame["comparison"].nunique()) if votes else 0}
+    if votes == 0:
+        return {**block, "skipped": "no human votes"}
+    a = frame["companion_a"].map(index).to_numpy()
+    b = frame["companion_b"].map(index).to_numpy()
+    present = np.unique(np.concatenate([a, b]))
+    if len(present) < 2:
+        return {**block, "skipped": "fewer than two companions with votes"}
+    if minimum and votes < max(minimum, MIN_VOTES_PER_COMPANION * len(present)):
+        needed = max(minimum, MIN_VOTES_PER_COMPANION * len(present))
+        return {
+            **block,
+            "skipped": f"only {votes} human votes (a fit needs {needed}: at least {minimum} "
+            f"and {MIN_VOTES_PER_COMPANION} per companion)",
+        }
+    local = {int(k): pos for pos, k in enumerate(present)}
+    strengths = stats.vote_strengths(
+        [local[int(k)] for k in a],
+        [local[int(k)] for k in b],
+        _outcome_a(frame["preference"]),
+        len(present),
+        n_boot=data.n_boot,
+        level=data.level,
+        seed=stats.derived_seed(data.seed, name),
+    )
+    return {**block, **_masked(strengths, present, n)}
+
+
+def _judge_block(frame, index, n, data, name, minimum_scenarios) -> dict:
+    usable = frame[np.isfinite(frame["p_a"].to_numpy(dtype=float))]
+    block = {
+        "pairs": len(usable),
+        "without_prediction": len(frame) - len(usable),
+        "scenarios": int(usable["scenario"].nunique()) if len(usable) else 0,
+    }
+    if block["scenarios"] < minimum_scenarios:
+        return {
+            **block,
+            "skipped": f"the judge scored pairs on {block['scenarios']} scenario(s) "
+            f"(fewer than {minimum_scenarios})",
+        }
+    a = usable["companion_a"].map(index).to_numpy()
+    b = usable["companion_b"].map(index).to_numpy()
+    present = np.unique(np.concatenate([a, b]))
+    if len(present) < 2:
+        return {**block, "skipped": "fewer than two companions with judge predictions"}
+    local = np.full(n, -1)
+    local[present] = np.arange(len(present))
+    strengths = stats.scenario_strengths(
+        usable["scenario"].to_numpy(),
+        local[a],
+        local[b],
+        usable["p_a"].to_numpy(dtype=float),
+        len(present),
+        n_boot=data.n_boot,
+        level=data.level,
+        seed=stats.derived_seed(data.seed, name),
+    )
+    return {**block, **_masked(strengths, present, n)}
+
+
+def _pair_rows(frame: pd.DataFrame, x: int, anchor: int) -> pd.DataFrame:
+    """The rows of a frame with companion_a / companion_b about companion x and the anchor."""
+    return frame[
+        ((frame["companion_a"] == x) & (frame["companion_b"] == anchor))
+        | ((frame["companion_a"] == anchor) & (frame["companion_b"] == x))
+    ]
+
+
+def _anchor_row(data: ReleaseData, x: int, labelled_p: dict) -> dict:
+    """P(x beats the anchor): humans only, judge only and PPI++ (humans and judge)."""
+    pair = _pair_rows(data.votes, x, data.anchor)
+    outcome_a = _outcome_a(pair["preference"])
+    outcome_x = np.where(pair["companion_a"].to_numpy() == x, outcome_a, 1 - outcome_a)
+    per_comparison = (
+        pd.DataFrame({"comparison": pair["comparison"].to_numpy(), "y": outcome_x})
+        .groupby("comparison", sort=True)["y"]
+        .mean()
+    )
+    row = {"companion": x}
+    if data.population is None:
+        y = per_comparison.to_numpy()
+        row.update(stats.anchor_win_rate(y, y, [], data.level))
+        row["judge"] = row["ppi"] = None
+        row["judge_reason"] = row["ppi_reason"] = NO_JUDGE
+        return row
+    x_is_a = {c: a == x for c, a in zip(pair["comparison"], pair["companion_a"], strict=True)}
+    f = np.array(
+        [
+            labelled_p.get(c, np.nan) if x_is_a[c] else 1 - labelled_p.get(c, np.nan)
+            for c in per_comparison.index
+        ],
+        dtype=float,
+    )
+    keep = np.isfinite(f)
+    mine = _pair_rows(data.population, x, data.anchor)
+    p = mine["p_a"].to_numpy(dtype=float)
+    f_all = np.where(mine["companion_a"].to_numpy() == x, p, 1 - p)
+    f_all = f_all[np.isfinite(f_all)]
+    row.update(stats.anchor_win_rate(per_comparison.to_numpy()[keep], f[keep], f_all, data.level))
+    row["labelled_without_prediction"] = int((~keep).sum())
+    if len(f_all) and keep.sum() >= len(f_all):
+        row["note"] = (
+            "every scenario of this pair has human labels, so PPI reduces to the humans' "
+            "mean (the judge adds nothing where humans already answered)"
+        )
+    return row
+
+
+def _anchor_rows(data: ReleaseData, ids: list[int]) -> list[dict]:
+    labelled_p = (
+        dict(zip(data.labelled["comparison"], data.labelled["p_a"], strict=True))
+        if data.labelled is not None
+        else {}
+    )
+    return [_anchor_row(data, x, labelled_p) for x in ids if x != data.anchor]
+
+
+def _composite_block(data: ReleaseData, ids: list[int], groups: dict) -> dict:
+    frame = data.composite
+    overall = []
+    for c in ids:
+        values = frame.loc[frame["companion"] == c, "composite"].to_numpy(dtype=float)
+        overall.append({"companion": c, **stats.mean_interval(values, data.level)})
+    by_group = {}
+    for scope, column in (("by_dimension", "dimension"), ("by_subtask", "subtask")):
+        by_group[scope] = {}
+        if frame.empty:
+            continue
+        labels = frame["scenario"].map(
+            data.subtask if column == "subtask" else groups["dimension_of_scenario"]
+        )
+        for group in groups[column]:
+            means = []
+            for c in ids:
+                values = frame.loc[
+                    (frame["companion"] == c) & (labels == group), "composite"
+                ].to_numpy(dtype=float)
+                values = values[np.isfinite(values)]
+                means.append(float(values.mean()) if len(values) else None)
+            by_group[scope][group] = means
+    return {
+        "overall": overall,
+        **by_group,
+        "note": (
+            f"{data.composite_note} Mean over each companion's responses to the release's "
+            f"scenarios (one per scenario); {data.level:.0%} normal-approximation intervals over "
+            "responses."
+        ),
+    }
+
+
+def _groups(data: ReleaseData) -> dict:
+    """The dimensions and subtasks present in the release, in taxonomy order."""
+    dimension_of_scenario = {s: dimension_of(t) for s, t in data.subtask.items()}
+    present_subtasks = set(data.subtask.values())
+    present_dimensions = {dimension_of(t) for t in present_subtasks}
+    return {
+        "dimension": [d for d in Dimension.values if d in present_dimensions],
+        "subtask": [t for t in Subtask.values if t in present_subtasks],
+        "dimension_of_scenario": dimension_of_scenario,
+    }
+
+
+def _by_group(frame: pd.DataFrame, data: ReleaseData, groups: dict, fit, prefix, minimum) -> dict:
+    """`fit(part, name, minimum)` on the part of the frame in each dimension and subtask."""
+    dimension = frame["scenario"].map(groups["dimension_of_scenario"])
+    subtask = frame["scenario"].map(data.subtask)
+    return {
+        "by_dimension": {
+            d: fit(frame[dimension == d], f"{prefix}/{d}", minimum) for d in groups["dimension"]
+        },
+        "by_subtask": {
+            t: fit(frame[subtask == t], f"{prefix}/{t}", minimum) for t in groups["subtask"]
+        },
+    }
+
+
+def _human_section(data: ReleaseData, index: dict, groups: dict) -> dict:
+    def fit(frame, name, minimum):
+        return _vote_block(frame, index, len(index), data, name, minimum)
+
+    return {
+        "overall": fit(data.votes, "human/overall", 0),
+        **_by_group(data.votes, data, groups, fit, "human", MIN_GROUP_VOTES),
+    }
+
+
+def _judge_section(data: ReleaseData, index: dict, groups: dict) -> dict | None:
+    if data.population is None:
+        return None
+
+    def fit(frame, name, minimum):
+        return _judge_block(frame, index, len(index), data, name, minimum)
+
+    return {
+        **data.judge,
+        "overall": fit(data.population, "judge/overall", 2),
+        **_by_group(data.population, data, groups, fit, "judge", MIN_GROUP_SCENARIOS),
+    }
+
+
+def _win_matrix(votes: pd.DataFrame, index: dict) -> dict:
+    n = len(index)
+    if not len(votes):
+        return {"wins": np.zeros((n, n)), "games": np.zeros((n, n))}
+    wins, games = stats.win_matrix(
+        votes["companion_a"].map(index).to_numpy(),
+        votes["companion_b"].map(index).to_numpy(),
+        _outcome_a(votes["preference"]),
+        n,
+    )
+    return {"wins": wins, "games": games}
+
+
+def _counts(data: ReleaseData) -> dict:
+    votes = data.votes
+    return {
+        "companions": len(data.companions),
+        "scenarios": len(data.subtask),
+        "responses_scored": len(data.composite),
+        "comparisons": int(votes["comparison"].nunique()) if len(votes) else 0,
+        "votes": len(votes),
+        "annotators": int(votes["annotator"].nunique()) if len(votes) else 0,
+        "judge_pairs": len(data.population) if data.population is not None else 0,
+    }
+
+
+def _agreement(human: dict, judge: dict | None, composite: dict, n: int) -> dict:
+    """Spearman correlations of the judge's and the composite's ranking with the humans'."""
+
+    def nan(values):
+        return [math.nan if v is None else v for v in values]
+
+    human_elo = human["overall"].get("elo") or [None] * n
+    judge_elo = (judge["overall"].get("elo") if judge else None) or [None] * n
+    composite_mean = [row["mean"] for row in composite["overall"]]
+    return {
+        "judge_vs_human_spearman": stats.rank_correlation(nan(judge_elo), nan(human_elo)),
+        "composite_vs_human_spearman": stats.rank_correlation(nan(composite_mean), nan(human_elo)),
+    }
+
+
+def _anchor_note(level: float) -> str:
+    return (
+        f"P(companion beats the anchor). Humans only: mean over the labelled comparisons "
+        f"of the mean human outcome (tie = ½), {level:.0%} normal interval. Judge "
+        "only: the calibrated judge's mean P over every release scenario (uncorrected, "
+        f"so any bias of the judge stays in it). PPI++: prediction-powered inference "
+        f"(power-tuned λ) combining the judge on every scenario with the humans on the "
+        f"labelled subset, {level:.0%} interval; unbiased when the labelled "
+        "comparisons are a random sample of the scenarios."
+    )
+
+
+def _notes(data: ReleaseData) -> list[str]:
+    return [
+        f"Every interval is a {data.level:.0%} interval (ppi_py's own default would be 90%).",
+        "Rank = 1 + the number of companions significantly better (the bootstrap "
+        f"{data.level:.0%} interval of the Elo difference excludes 0); the significance "
+        "matrix shows every pair.",
+        "Elo scale: 1000 + 400·log10(e)·θ with Bradley–Terry log-strengths θ of mean 0; a "
+        "difference of 100 means P(win) ≈ 0.64.",
+        "Human votes count as win (1), tie (½) or loss (0); the 5-point strength is not "
+        "used. Per dimension and subtask the same fit on that part's votes; parts with "
+        f"fewer than {MIN_GROUP_VOTES} votes, or fewer than {MIN_VOTES_PER_COMPANION} per "
+        "companion, are skipped (a few votes per model give unstable fits).",
+        *data.notes,
+    ]
+
+
+def compute_results(data: ReleaseData) -> dict:
+    """The numbers of a release, JSON-ready and deterministic for the same data and seed."""
+    ids = [c for c, _ in data.companions]
+    index = {c: k for k, c in enumerate(ids)}
+    groups = _groups(data)
+    human = _human_section(data, index, groups)
+    judge = _judge_section(data, index, groups)
+    composite = _composite_block(data, ids, groups)
+    results = {
+        "schema": RESULTS_SCHEMA,
+        "level": data.level,
+        "seed": data.seed,
+        "n_boot": data.n_boot,
+        "companions": [{"id": c, "name": name} for c, name in data.companions],
+        "anchor": data.anchor,
+        "dimensions": groups["dimension"],
+        "subtasks": groups["subtask"],
+        "counts": _counts(data),
+        "human": human,
+        "judge": judge,
+        "judge_note": None if judge else NO_JUDGE,
+        "anchor_win_rate": {
+            "anchor": data.anchor,
+            "rows": _anchor_rows(data, ids),
+            "note": _anchor_note(data.level),
+        },
+        "composite": composite,
+        "win_matrix": _win_matrix(data.votes, index),
+        "agreement": _agreement(human, judge, composite, len(ids)),
+        "reliability": data.reliability,
+        "notes": _notes(data),
+    }
+    if data.exclusions is not None:
+        results["exclusions"] = data.exclusions
+    if data.on_other_text is not None:  # releases frozen before it was counted: absent
+        results["judgments_on_other_text"] = data.on_other_text
+    return stats.json_safe(results)

@@ -1,0 +1,242 @@
+"""The data of a release, read from its frozen inputs into frames: the votes, the composite of
+each representative response, and the calibrated judge's probabilities. `compute_results`
+(scoring.releases.computing) then needs no database access at all."""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from scoring.frames import chunks, finite_number
+from scoring.metrics import composite as paper
+from scoring.models import MetricScore, Release
+from scoring.releases.errors import ReleaseError
+from scoring.releases.freezing import LEVEL, exclusion_note, exclusion_summary, other_text_note
+
+PAIR_CHUNK = 50_000  # judge pairs scored at once
+NO_JUDGE = "no judge in this release"
+
+
+@dataclass
+class ReleaseData:
+    """Everything `compute_results` needs, from the frozen inputs (no database access there)."""
+
+    companions: list[tuple[int, str]]  # (id, name) by id
+    anchor: int
+    subtask: dict[int, str]  # scenario id → subtask
+    votes: pd.DataFrame  # comparison, scenario, companion_a, companion_b, annotator, preference
+    composite: pd.DataFrame  # response, scenario, companion, composite (one per scen. × comp.)
+    composite_note: str
+    seed: int
+    n_boot: int
+    level: float = LEVEL
+    judge: dict | None = None  # name, version, document_sha256
+    population: pd.DataFrame | None = None  # scenario, companion_a, companion_b, p_a
+    labelled: pd.DataFrame | None = None  # comparison, p_a
+    reliability: dict | None = None
+    notes: list[str] = field(default_factory=list)
+    exclusions: dict | None = None  # exclusion_summary of the inputs (None: frozen before)
+    on_other_text: int | None = None  # judgments left out, made on an earlier scenario text
+
+
+def representatives(inputs: dict) -> pd.DataFrame:
+    """The frozen population: one response per (scenario, companion), the latest successful one
+    in the campaign's runs when the release was frozen (as the campaign's pairing chooses).
+    Columns: response, scenario, companion."""
+    responses = inputs["responses"]
+    frame = pd.DataFrame(
+        {
+            "response": responses["id"],
+            "scenario": responses["scenario"],
+            "companion": responses["companion"],
+        }
+    )
+    if frame.empty:
+        return frame
+    frame = frame[np.asarray(responses["population"], dtype=bool)]
+    return frame.sort_values(["scenario", "companion"]).reset_index(drop=True)
+
+
+def population_pairs(inputs: dict) -> pd.DataFrame:
+    """Every pair of companions on every release scenario (A = the lower companion id) with
+    their representative responses."""
+    reps = representatives(inputs)
+    columns = ["scenario", "companion_a", "companion_b", "response_a", "response_b"]
+    if reps.empty:
+        return pd.DataFrame({c: pd.Series(dtype="int64") for c in columns})
+    scenario = reps["scenario"].to_numpy()
+    companion = reps["companion"].to_numpy()
+    response = reps["response"].to_numpy()
+    starts = np.flatnonzero(np.r_[True, scenario[1:] != scenario[:-1]])
+    ends = np.r_[starts[1:], len(scenario)]
+    first, second = [], []
+    triu = {}
+    for start, end in zip(starts, ends, strict=True):
+        size = end - start
+        if size not in triu:
+            triu[size] = np.triu_indices(size, 1)
+        i, j = triu[size]
+        first.append(start + i)
+        second.append(start + j)
+    first = np.concatenate(first) if first else np.zeros(0, int)
+    second = np.concatenate(second) if second else np.zeros(0, int)
+    return pd.DataFrame(
+        {
+            "scenario": scenario[first],
+            "companion_a": companion[first],
+            "companion_b": companion[second],
+            "response_a": response[first],
+            "response_b": response[second],
+        }
+    )
+
+
+def _score_pairs(document, response_a, response_b, progress=None) -> np.ndarray:
+    """The calibrated judge's P(A over B) per pair (NaN where a feature source is missing), by
+    scoring.calibration.services.score_pairs in chunks."""
+    from scoring.calibration import services as calibration
+
+    response_a, response_b = np.asarray(response_a), np.asarray(response_b)
+    out = np.full(len(response_a), np.nan)
+    for start in range(0, len(response_a), PAIR_CHUNK):
+        stop = min(start + PAIR_CHUNK, len(response_a))
+        pairs = list(
+            zip(response_a[start:stop].tolist(), response_b[start:stop].tolist(), strict=True)
+        )
+        try:
+            p, _ = calibration.score_pairs(document, pairs)
+        except calibration.DocumentError as error:
+            raise ReleaseError(str(error)) from error
+        out[start:stop] = p
+        if progress:
+            progress(stop, len(response_a))
+    return out
+
+
+def judge_probabilities(release: Release, progress=None) -> pd.DataFrame:
+    """The calibrated judge's P(A over B) for every pair of the release's companions on every
+    release scenario: columns scenario, companion_a, companion_b (A = the lower companion id),
+    response_a, response_b, p_a (NaN where the judge has no features for a response)."""
+    frame = population_pairs(release.inputs)
+    if release.judge is None:
+        raise ReleaseError(NO_JUDGE)
+    frame["p_a"] = _score_pairs(
+        release.judge.document, frame["response_a"], frame["response_b"], progress
+    )
+    return frame
+
+
+def labelled_probabilities(release: Release) -> pd.DataFrame:
+    """The judge's P(A over B) on the responses of each frozen comparison: comparison, p_a."""
+    comparisons = release.inputs["comparisons"]
+    p = _score_pairs(release.judge.document, comparisons["response_a"], comparisons["response_b"])
+    return pd.DataFrame({"comparison": comparisons["id"], "p_a": p})
+
+
+def votes_frame(inputs: dict) -> pd.DataFrame:
+    judgments = pd.DataFrame(inputs["judgments"])
+    columns = ["comparison", "scenario", "companion_a", "companion_b", "annotator", "preference"]
+    if judgments.empty:
+        return pd.DataFrame({c: pd.Series(dtype="int64") for c in columns})
+    comparisons = pd.DataFrame(inputs["comparisons"]).rename(columns={"id": "comparison"})
+    owner = dict(zip(inputs["responses"]["id"], inputs["responses"]["companion"], strict=True))
+    comparisons["companion_a"] = comparisons["response_a"].map(owner)
+    comparisons["companion_b"] = comparisons["response_b"].map(owner)
+    frame = judgments.merge(comparisons, on="comparison", how="inner")
+    return frame.sort_values("id")[columns].reset_index(drop=True)
+
+
+def composite_frame(inputs: dict) -> tuple[pd.DataFrame, str]:
+    """The paper's composite of each representative response, over the metric terms stored
+    for every one of them (one renormalisation for the whole release)."""
+    reps = representatives(inputs)
+    values = {}
+    for chunk in chunks(reps["response"].tolist()):
+        values.update(
+            MetricScore.objects.filter(response_id__in=chunk).values_list("response_id", "values")
+        )
+    reps = reps[reps["response"].isin(values)].reset_index(drop=True)
+    if reps.empty:
+        reps["composite"] = pd.Series(dtype=float)
+        return reps, "No reference metrics are stored for the release's responses."
+    columns = {}
+    partial = []
+    for term in paper.PAPER_WEIGHTS:
+        column = np.array(
+            [
+                finite_number(values[r].get(term, values[r].get(_alias(term))))
+                for r in reps["response"]
+            ]
+        )
+        if np.isnan(column).all():
+            continue
+        if np.isnan(column).any():
+            partial.append(paper.LABELS[term])
+            continue
+        columns[term] = column
+    backends = {values[r].get("embedding_backend") for r in reps["response"]} - {None}
+    note_extra = ""
+    if partial:
+        note_extra = (
+            f" {', '.join(partial)} {'is' if len(partial) == 1 else 'are'} stored for some "
+            "responses only and left out, so every response is scored the same way."
+        )
+    if not columns:
+        reps["composite"] = np.nan
+        return reps, "None of the composite's terms is stored for every response." + note_extra
+    backend = backends.pop() if "embedding_cosine" in columns and len(backends) == 1 else None
+    result = paper.composite_columns(columns, embedding_backend=backend)
+    reps["composite"] = np.asarray(result.score, dtype=float)
+    return reps, result.note + note_extra
+
+
+def _alias(term: str) -> str:
+    return {v: k for k, v in paper.ALIASES.items()}.get(term, term)
+
+
+def reliability_of(document: dict) -> dict | None:
+    """The held-out reliability tables in a calibrated judge's document (None if absent)."""
+    judges = ((document or {}).get("heldout") or {}).get("judges") or {}
+    out = {}
+    for name, metrics in judges.items():
+        if isinstance(metrics, dict) and isinstance(metrics.get("reliability"), list):
+            out[name] = {
+                "reliability": metrics["reliability"],
+                "ece": metrics.get("ece"),
+                "log_loss": metrics.get("log_loss"),
+            }
+    return out or None
+
+
+def load_data(release: Release, progress=None) -> ReleaseData:
+    """The release's data from its frozen inputs (the database only for the stored metrics and
+    the judge's features of the frozen responses, both covered by the fingerprint)."""
+    inputs = release.inputs
+    composite, note = composite_frame(inputs)
+    data = ReleaseData(
+        companions=list(zip(inputs["companions"]["id"], inputs["companions"]["name"], strict=True)),
+        anchor=inputs["anchor"],
+        subtask=dict(zip(inputs["scenarios"]["id"], inputs["scenarios"]["subtask"], strict=True)),
+        votes=votes_frame(inputs),
+        composite=composite,
+        composite_note=note,
+        seed=inputs["seed"],
+        n_boot=inputs["n_boot"],
+        level=inputs["level"],
+        exclusions=exclusion_summary(inputs),
+        on_other_text=inputs.get("judgments_on_other_text"),
+    )
+    note = exclusion_note(data.exclusions)
+    if note:
+        data.notes.append(note)
+    note = other_text_note(data.on_other_text)
+    if note:
+        data.notes.append(note)
+    if release.judge_id is not None:
+        data.judge = {
+            key: inputs["judge"][key] for key in ("id", "name", "version", "document_sha256")
+        }
+        data.population = judge_probabilities(release, progress)
+        data.labelled = labelled_probabilities(release)
+        data.reliability = reliability_of(release.judge.document)
+    return data

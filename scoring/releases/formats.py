@@ -1,0 +1,326 @@
+"""A computed release as files: one row per companion and scope (leaderboard_rows), written as
+CSV, JSON (numbers and provenance) and Markdown (the tables of the leaderboard page)."""
+
+import json
+import math
+from pathlib import Path
+
+from h2htalk import csvexport
+from scoring.models import Release
+from scoring.releases.data import NO_JUDGE
+from scoring.releases.freezing import LEVEL, exclusion_note, other_text_note
+
+
+def fmt_number(value, digits: int = 0) -> str:
+    if value is None:
+        return ""
+    return f"{value:.{digits}f}"
+
+
+def _exclusion_columns(data: dict) -> dict:
+    summary = data.get("exclusions")  # absent: frozen before exclusions existed
+    return {
+        "excluded_judgments": summary["judgments"] if summary else None,
+        "excluded_annotators": summary["annotators"] if summary else None,
+        "exclusion_reasons": "; ".join(r["reason"] for r in summary["reasons"]) if summary else "",
+    }
+
+
+def _scopes(data: dict) -> list[tuple]:
+    """(scope, group, human block, judge block, composite means by group) per scope."""
+    scopes = [
+        ("overall", "all", data["human"]["overall"], (data["judge"] or {}).get("overall"), None)
+    ]
+    for scope, key, order in (
+        ("dimension", "by_dimension", data["dimensions"]),
+        ("subtask", "by_subtask", data["subtasks"]),
+    ):
+        for group in order:
+            block = data["human"][key].get(group) or {}
+            judge_block = ((data["judge"] or {}).get(key) or {}).get(group)
+            composite_means = data["composite"].get(key, {}).get(group)
+            scopes.append((scope, group, block, judge_block, composite_means))
+    return scopes
+
+
+def _overall_columns(data: dict, k: int, win: dict | None) -> dict:
+    """The win rates against the anchor and the composite with its interval (overall only)."""
+    row = {}
+    for method in ("ppi", "judge", "humans"):
+        estimate = (win or {}).get(method) or {}
+        prefix = f"winrate_{method}"
+        row[prefix] = estimate.get("estimate")
+        row[f"{prefix}_low"] = estimate.get("low")
+        row[f"{prefix}_high"] = estimate.get("high")
+    overall = data["composite"]["overall"][k]
+    row.update(
+        composite_mean=overall["mean"],
+        composite_low=overall["low"],
+        composite_high=overall["high"],
+        composite_n=overall["n"],
+    )
+    return row
+
+
+def _group_columns(composite_means, k: int) -> dict:
+    """Per dimension or subtask: no win rates, the composite mean without interval."""
+    row = {
+        f"winrate_{method}{suffix}": None
+        for method in ("ppi", "judge", "humans")
+        for suffix in ("", "_low", "_high")
+    }
+    row.update(
+        composite_mean=composite_means[k] if composite_means else None,
+        composite_low=None,
+        composite_high=None,
+        composite_n=None,
+    )
+    return row
+
+
+def leaderboard_rows(release: Release, data: dict) -> list[dict]:
+    """One row per companion per scope (overall, each dimension, each subtask): every number."""
+    names = {c["id"]: c["name"] for c in data["companions"]}
+    ids = [c["id"] for c in data["companions"]]
+    anchor = {row["companion"]: row for row in data["anchor_win_rate"]["rows"]}
+    excluded = _exclusion_columns(data)
+    rows = []
+    for scope, group, human, judge, composite_means in _scopes(data):
+        for k, c in enumerate(ids):
+            row = {
+                "release": release.name,
+                "fingerprint": release.fingerprint,
+                "scope": scope,
+                "group": group,
+                "companion_id": c,
+                "companion": names[c],
+                "is_anchor": c == data["anchor"],
+            }
+            row.update(_bt_columns("human", human, k, names, ids))
+            row["human_votes"] = (human.get("games") or [None] * len(ids))[k] if human else None
+            row["human_note"] = (human or {}).get("skipped", "")
+            if data["judge"] is None:
+                row.update(_bt_columns("judge", None, k, names, ids))
+                row["judge_note"] = NO_JUDGE
+            else:
+                row.update(_bt_columns("judge", judge, k, names, ids))
+                row["judge_note"] = (judge or {}).get("skipped", "")
+            if scope == "overall":
+                row.update(_overall_columns(data, k, anchor.get(c)))
+            else:
+                row.update(_group_columns(composite_means, k))
+            row["level"] = data["level"]
+            row.update(excluded)
+            rows.append(row)
+    return rows
+
+
+def _bt_columns(prefix: str, block, k: int, names, ids) -> dict:
+    if not block or "elo" not in block or block["elo"][k] is None:
+        return {
+            f"{prefix}_elo": None,
+            f"{prefix}_low": None,
+            f"{prefix}_high": None,
+            f"{prefix}_rank": None,
+            f"{prefix}_better_than": "",
+        }
+    better = [names[ids[j]] for j, flag in enumerate(block["significant"][k]) if flag == 1]
+    return {
+        f"{prefix}_elo": block["elo"][k],
+        f"{prefix}_low": block["low"][k],
+        f"{prefix}_high": block["high"][k],
+        f"{prefix}_rank": block["rank"][k],
+        f"{prefix}_better_than": "; ".join(better),
+    }
+
+
+CSV_COLUMNS = [
+    "release", "fingerprint", "scope", "group", "companion_id", "companion", "is_anchor",
+    "human_elo", "human_low", "human_high", "human_rank", "human_votes", "human_better_than",
+    "human_note", "judge_elo", "judge_low", "judge_high", "judge_rank", "judge_better_than",
+    "judge_note", "winrate_ppi", "winrate_ppi_low", "winrate_ppi_high", "winrate_judge",
+    "winrate_judge_low", "winrate_judge_high", "winrate_humans", "winrate_humans_low",
+    "winrate_humans_high", "composite_mean", "composite_low", "composite_high", "composite_n",
+    "level", "excluded_judgments", "excluded_annotators", "exclusion_reasons",
+]  # fmt: skip
+
+
+def to_csv(release: Release) -> str:
+    rows = leaderboard_rows(release, release.result.data)
+    return csvexport.text(
+        CSV_COLUMNS, ({k: ("" if row[k] is None else row[k]) for k in CSV_COLUMNS} for row in rows)
+    )
+
+
+def metadata(release: Release) -> dict:
+    result = release.result
+    return {
+        "name": release.name,
+        "id": release.pk,
+        "demo_data": release.is_demo,
+        "fingerprint": release.fingerprint,
+        "fingerprint_of": "sha256 of the canonical JSON of the frozen inputs (keys sorted, no "
+        "spaces, UTF-8)",
+        "campaign": {"id": release.campaign_id, "name": release.campaign.name},
+        "anchor": release.anchor.name,
+        "judge": (
+            {"name": release.judge.name, "version": release.judge.version}
+            if release.judge
+            else None
+        ),
+        "seed": release.seed,
+        "n_boot": release.n_boot,
+        "level": LEVEL,
+        "frozen_at": release.frozen_at.isoformat() if release.frozen_at else None,
+        "computed_at": result.computed_at.isoformat(),
+        "code_version": result.code_version,
+        "results_sha256": result.data_sha256,
+    }
+
+
+def to_json(release: Release) -> str:
+    document = {"release": metadata(release), "results": release.result.data}
+    return json.dumps(document, ensure_ascii=False, indent=1, allow_nan=False) + "\n"
+
+
+def _md(text) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _ci(value, low, high, digits=0) -> str:
+    if value is None:
+        return "—"
+    if low is None or high is None:
+        return fmt_number(value, digits)
+    return f"{value:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
+
+
+def ordered(data: dict) -> list[int]:
+    """Companion positions by human Elo (then judge Elo, then composite), best first."""
+    n = len(data["companions"])
+
+    def key(k):
+        human = data["human"]["overall"].get("elo") or [None] * n
+        judge = ((data["judge"] or {}).get("overall") or {}).get("elo") or [None] * n
+        composite = data["composite"]["overall"][k]["mean"]
+        return tuple(-(v if v is not None else -math.inf) for v in (human[k], judge[k], composite))
+
+    return sorted(range(n), key=key)
+
+
+def _markdown_header(release: Release, data: dict, notes: list[str]) -> list[str]:
+    level = f"{data['level']:.0%}"
+    demo = " (demo data)" if release.is_demo and "demo data" not in release.name else ""
+    judge = (
+        f"{_md(release.judge.name)} v{release.judge.version}" if release.judge else f"— {NO_JUDGE}"
+    )
+    return [
+        f"# {_md(release.name)}{demo}",
+        "",
+        f"Fingerprint `{release.fingerprint}` · seed {data['seed']} · {data['n_boot']} bootstrap "
+        f"draws · all intervals {level} · anchor **{_md(release.anchor.name)}** · judge {judge}",
+        "",
+        *(line for note in notes for line in (_md(note), "")),
+        f"| Rank | Companion | Human Elo ({level} CI) | Votes | Judge Elo ({level} CI) | "
+        f"Win rate vs anchor, PPI++ ({level} CI) | Judge only, uncorrected ({level} CI) | "
+        f"Humans only ({level} CI) | Composite ({level} CI) | Significantly better than |",
+        "|---:|---|---|---:|---|---|---|---|---|---|",
+    ]
+
+
+def _markdown_row(row: dict, has_judge: bool) -> str:
+    anchor = " (anchor)" if row["is_anchor"] else ""
+    judge = _ci(row["judge_elo"], row["judge_low"], row["judge_high"]) if has_judge else NO_JUDGE
+    if row["is_anchor"]:
+        win = ["anchor"] * 3
+    elif not has_judge:
+        win = [NO_JUDGE, NO_JUDGE, _ci(*_win_rate_triple(row, "humans"), 3)]
+    else:
+        win = [_ci(*_win_rate_triple(row, m), 3) for m in ("ppi", "judge", "humans")]
+    return (
+        f"| {row['human_rank'] or '—'} | {_md(row['companion'])}{anchor} | "
+        f"{_ci(row['human_elo'], row['human_low'], row['human_high'])} | "
+        f"{row['human_votes'] or 0:.0f} | {judge} | {win[0]} | {win[1]} | {win[2]} | "
+        f"{_ci(row['composite_mean'], row['composite_low'], row['composite_high'], 3)} | "
+        f"{_md(row['human_better_than']) or '—'} |"
+    )
+
+
+def _markdown_groups(data: dict, rows: dict, scope: str, key: str, title: str) -> list[str]:
+    """The human Elo and composite mean per dimension (or subtask) and companion."""
+    groups = data["dimensions"] if scope == "dimension" else data["subtasks"]
+    if not groups:
+        return []
+    ids = [c["id"] for c in data["companions"]]
+    lines = ["", f"## {title} (human Elo, {data['level']:.0%} CI; composite mean)", ""]
+    lines += ["| Companion | " + " | ".join(_md(g) for g in groups) + " |"]
+    lines += ["|---|" + "---|" * len(groups)]
+    for k in ordered(data):
+        cells = []
+        for group in groups:
+            row = rows[(scope, group, ids[k])]
+            human = (
+                _ci(row["human_elo"], row["human_low"], row["human_high"])
+                if row["human_elo"] is not None
+                else "—"
+            )
+            cells.append(f"{human}; {fmt_number(row['composite_mean'], 3) or '—'}")
+        lines.append(f"| {_md(data['companions'][k]['name'])} | " + " | ".join(cells) + " |")
+    skipped = [
+        f"{g}: {data['human'][key][g]['skipped']}"
+        for g in groups
+        if data["human"][key][g].get("skipped")
+    ]
+    if skipped:
+        lines += ["", "Skipped (human Elo): " + "; ".join(_md(s) for s in skipped) + "."]
+    return lines
+
+
+def to_markdown(release: Release) -> str:
+    data = release.result.data
+    rows = {(r["scope"], r["group"], r["companion_id"]): r for r in leaderboard_rows(release, data)}
+    ids = [c["id"] for c in data["companions"]]
+    excluded = exclusion_note(data.get("exclusions"))
+    other_text = other_text_note(data.get("judgments_on_other_text"))
+    lines = _markdown_header(release, data, [note for note in (excluded, other_text) if note])
+    for k in ordered(data):
+        lines.append(_markdown_row(rows[("overall", "all", ids[k])], bool(data["judge"])))
+    lines += ["", "Notes:", ""]
+    lines += [f"- {_md(note)}" for note in data["notes"] if note not in (excluded, other_text)]
+    lines.append(f"- {_md(data['composite']['note'])}")
+    lines += _markdown_groups(data, rows, "dimension", "by_dimension", "Per dimension")
+    lines += _markdown_groups(data, rows, "subtask", "by_subtask", "Per subtask")
+    return "\n".join(lines) + "\n"
+
+
+def _win_rate_triple(row, method):
+    """(estimate, low, high) of a win-rate method in a leaderboard row."""
+    prefix = f"winrate_{method}"
+    return row[prefix], row[f"{prefix}_low"], row[f"{prefix}_high"]
+
+
+def file_stem(release: Release) -> str:
+    slug = "".join(ch if ch.isalnum() else "-" for ch in release.name.lower()).strip("-")
+    while "--" in slug:
+        slug = slug.replace("--", "-")
+    return f"release-{release.pk}-{slug[:60] or 'release'}"
+
+
+FILES = {"csv": to_csv, "json": to_json, "md": to_markdown}
+
+
+CONTENT_TYPES = {
+    "csv": "text/csv; charset=utf-8",
+    "json": "application/json",
+    "md": "text/markdown; charset=utf-8",
+}
+
+
+def write_files(release: Release, directory: Path) -> list[Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for suffix, render in FILES.items():
+        path = directory / f"{file_stem(release)}.{suffix}"
+        path.write_text(render(release), encoding="utf-8")
+        written.append(path)
+    return written
