@@ -135,7 +135,7 @@ def populate(rng) -> dict:
 
     from annotation.models import Assignment, Campaign, Comparison, Judgment
     from scenarios.models import CompanionModel, GenerationRun, Response, Scenario
-    from scoring.calibration import services as calibration
+    from scoring.calibration.document import SCHEMA, validate_document
     from scoring.models import CalibratedJudge, MetricScore
 
     User = get_user_model()
@@ -261,9 +261,9 @@ def populate(rng) -> dict:
         ],
         batch_size=5_000,
     )
-    document = calibration.validate_document(
+    document = validate_document(
         {
-            "schema": calibration.SCHEMA,
+            "schema": SCHEMA,
             "name": "bench judge",
             "version": 1,
             "features": ["rouge1", "rougeL", "log_length"],

@@ -84,7 +84,7 @@ STAT_SOURCES = (
     "h2htalk/stats/ppi.py",
     "scoring/releases/service.py",
     "scoring/metrics/composite.py",
-    "scoring/calibration/services.py",
+    "scoring/calibration/prediction.py",
     "scoring/metrics/features.py",
 )
 
@@ -251,11 +251,12 @@ def metrics_digest(response_ids) -> str:
 
 
 def _judge_config(document):
-    from scoring.calibration import services as calibration
+    from scoring.calibration.document import DocumentError
+    from scoring.calibration.prediction import judge_config_of
 
     try:
-        return calibration.judge_config_of(document)
-    except calibration.DocumentError as error:
+        return judge_config_of(document)
+    except DocumentError as error:
         raise ReleaseError(str(error)) from error
 
 
@@ -694,8 +695,9 @@ def population_pairs(inputs: dict) -> pd.DataFrame:
 
 def _score_pairs(document, response_a, response_b, progress=None) -> np.ndarray:
     """The calibrated judge's P(A over B) per pair (NaN where a feature source is missing), by
-    scoring.calibration.services.score_pairs in chunks."""
-    from scoring.calibration import services as calibration
+    scoring.calibration.prediction.score_pairs in chunks."""
+    from scoring.calibration.document import DocumentError
+    from scoring.calibration.prediction import score_pairs
 
     response_a, response_b = np.asarray(response_a), np.asarray(response_b)
     out = np.full(len(response_a), np.nan)
@@ -705,8 +707,8 @@ def _score_pairs(document, response_a, response_b, progress=None) -> np.ndarray:
             zip(response_a[start:stop].tolist(), response_b[start:stop].tolist(), strict=True)
         )
         try:
-            p, _ = calibration.score_pairs(document, pairs)
-        except calibration.DocumentError as error:
+            p, _ = score_pairs(document, pairs)
+        except DocumentError as error:
             raise ReleaseError(str(error)) from error
         out[start:stop] = p
         if progress:
