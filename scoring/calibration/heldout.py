@@ -12,16 +12,7 @@ from scenarios.models import CompanionModel
 
 DEFAULT_FOLDS = 5
 FOLD_CHOICES = (2, 10)  # the fewest and most folds a fit may ask for
-HUMAN_AGREEMENT_COLUMNS = (
-    "level",
-    "alpha",
-    "low",
-    "high",
-    "ci",
-    "n_units",
-    "percent_agreement",
-    "fleiss_kappa",
-)  # the columns of label_agreement a document keeps
+BOOTSTRAP_BOOKKEEPING = ("n_pairable", "n_boot", "fleiss_units")  # not in a document
 
 
 def human_agreement(judgments: pd.DataFrame, n_boot: int = 1000) -> dict:
@@ -36,8 +27,9 @@ def human_agreement(judgments: pd.DataFrame, n_boot: int = 1000) -> dict:
         return out
     table = label_agreement(judgments, labels=["preference5", "winner3"], n_boot=n_boot)
     for label, row in table.iterrows():
-        # everything but the bootstrap's bookkeeping: n_pairable, n_boot, fleiss_units
-        out["labels"][label] = {key: row[key] for key in HUMAN_AGREEMENT_COLUMNS}
+        out["labels"][label] = {
+            key: row[key] for key in row.index if key not in BOOTSTRAP_BOOKKEEPING
+        }
     annotators = annotator_report(judgments)
     with_consensus = annotators[annotators["n_consensus"] > 0]
     out["annotator_consensus_agreement"] = (

@@ -26,7 +26,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from h2htalk.stats.calibration.data import design_matrix, fingerprint, votes_of
 from h2htalk.stats.calibration.metrics import choose_tie_band
-from h2htalk.stats.calibration.model import C_GRID, Model, fit_model, fit_slope
+from h2htalk.stats.calibration.model import C_GRID, fit_model, fit_slope
 from h2htalk.stats.leaderboard import json_safe
 from scoring.calibration.document import MODEL_TEXT, NAME_LENGTH, SCHEMA, validate_document
 from scoring.calibration.heldout import DEFAULT_FOLDS, heldout_validation, human_agreement
@@ -98,14 +98,7 @@ def build_document(
         frame, features, folds, seed, lambda done, total, message: step(done, total + 2, message)
     )
     step(result.n_folds, result.n_folds + 2, "final model on all comparisons")
-    model, cv_losses = fit_model(
-        design_matrix(frame, features),
-        votes_of(frame),
-        frame["scenario"].to_numpy(),
-        features,
-        folds=folds,
-        seed=seed,
-    )
+    final_model = _final_model_fields(frame, features, folds, seed)
     step(result.n_folds + 1, result.n_folds + 2, "human–human agreement")
     document = {
         "schema": SCHEMA,
@@ -116,13 +109,9 @@ def build_document(
         "model": MODEL_TEXT,
         "features": list(features),
         "feature_labels": {f: feature_data.LABELS.get(f, f) for f in features},
-        **_model_fields(frame, features, model, cv_losses, folds),
+        **final_model,
         "training": _training_fields(frame, judgments, campaign, left_out),
-        "composite": {
-            "note": composite_note,
-            "slope": _composite_slope(frame) if "composite" in result.judges else None,
-            "heldout": "σ(s · (composite A − composite B)), s fitted on the training folds",
-        },
+        "composite": _composite_fields(frame, composite_note, "composite" in result.judges),
         "judge": {"config": judge.name, "mode": judge.mode} if judge else None,
         "heldout": heldout,
         "human_agreement": human_agreement(judgments),
@@ -145,16 +134,19 @@ def _check_enough(frame: pd.DataFrame) -> None:
         )
 
 
-def _model_fields(frame, features, model: Model, cv_losses, folds: int) -> dict:
-    """The fitted model's part of the document: scaling, weights, tie band, regularisation."""
+def _final_model_fields(frame, features, folds: int, seed: int) -> dict:
+    """The final model, fitted on all comparisons (C again by GroupKFold CV), as the document
+    holds it: scaling, weights, tie band, regularisation."""
+    X = design_matrix(frame, features)
+    model, cv_losses = fit_model(
+        X, votes_of(frame), frame["scenario"].to_numpy(), features, folds=folds, seed=seed
+    )
     return {
         "scaling": {"mean": _floats(model.mean), "scale": _floats(model.scale)},
         "weights": _floats(model.weights),
         "weights_per_unit": _floats(model.raw_weights),
         "intercept": float(model.intercept),
-        "tie_band": choose_tie_band(
-            model.predict(design_matrix(frame, features)), frame["majority"].to_numpy()
-        ),
+        "tie_band": choose_tie_band(model.predict(X), frame["majority"].to_numpy()),
         "regularisation": {
             "penalty": "l2",
             "C": model.C,
@@ -167,9 +159,16 @@ def _model_fields(frame, features, model: Model, cv_losses, folds: int) -> dict:
     }
 
 
-def _composite_slope(frame: pd.DataFrame) -> float:
-    """The paper composite's one slope, fitted on all comparisons."""
-    return fit_slope(frame["composite_diff"].to_numpy(), votes_of(frame))
+def _composite_fields(frame: pd.DataFrame, note: str, has_composite: bool) -> dict:
+    """The paper composite: its note, and its one slope fitted on all comparisons."""
+    slope = (
+        fit_slope(frame["composite_diff"].to_numpy(), votes_of(frame)) if has_composite else None
+    )
+    return {
+        "note": note,
+        "slope": slope,
+        "heldout": "σ(s · (composite A − composite B)), s fitted on the training folds",
+    }
 
 
 def _training_fields(frame, judgments, campaign: dict, left_out: dict | None) -> dict:
