@@ -59,7 +59,7 @@ def _ci(row: dict) -> str:
 def stats_rows() -> list[dict]:
     import krippendorff
 
-    from h2htalk.stats import agreement as ag
+    from h2htalk.stats.agreement.krippendorff_alpha import alpha_with_ci, value_counts
 
     rng = np.random.default_rng(1)
     truth = rng.choice([-2, -1, 0, 1, 2], UNITS)
@@ -71,12 +71,12 @@ def stats_rows() -> list[dict]:
         row, result = measured(
             f"α + bootstrap CI (stats only): {level} {scale}, {n:,} judgments "
             f"({UNITS:,} units × {VOTES}), {DRAWS:,} draws",
-            lambda data=data, level=level: ag.alpha_with_ci(data, level, n_boot=DRAWS, seed=1),
+            lambda data=data, level=level: alpha_with_ci(data, level, n_boot=DRAWS, seed=1),
             n,
         )
         assert result.n_pairable == n and result.low < result.alpha < result.high, result
         traced = traced_peak_mib(
-            lambda data=data, level=level: ag.alpha_with_ci(data, level, n_boot=DRAWS, seed=1)
+            lambda data=data, level=level: alpha_with_ci(data, level, n_boot=DRAWS, seed=1)
         )
         row["tracemalloc_peak_mib"] = round(traced, 1)
         row["notes"] += (
@@ -85,7 +85,7 @@ def stats_rows() -> list[dict]:
         )
         log(f"  tracemalloc peak {traced:,.1f} MiB; {result}")
         rows.append(row)
-        counts, domain = ag.value_counts(data)
+        counts, domain = value_counts(data)
         start = time.perf_counter()
         krippendorff.alpha(value_counts=counts, value_domain=domain, level_of_measurement=level)
         seconds = time.perf_counter() - start

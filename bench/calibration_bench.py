@@ -30,18 +30,20 @@ FEATURES = ["metric_1", "metric_2", "rubric", "log_length"]
 
 
 def stats_only() -> list[dict]:
-    from h2htalk.stats import calibration as cal
+    from h2htalk.stats.calibration.cross_validation import cross_validate
+    from h2htalk.stats.calibration.data import design_matrix, votes_of
+    from h2htalk.stats.calibration.model import fit_model
     from tests import simulators
 
     frame, weights = simulators.simulate_comparisons(
         n_comparisons=N_STATS, judge="single", seed=SEED
     )
     log(f"simulated {len(frame):,} comparisons, {int(frame['n_votes'].sum()):,} votes")
-    seconds_cv, result = timed(cal.cross_validate, frame, FEATURES, folds=5)
+    seconds_cv, result = timed(cross_validate, frame, FEATURES, folds=5)
     seconds_final, (model, _) = timed(
-        cal.fit_model,
-        cal.design_matrix(frame, FEATURES),
-        cal.votes_of(frame),
+        fit_model,
+        design_matrix(frame, FEATURES),
+        votes_of(frame),
         frame["scenario"].to_numpy(),
         FEATURES,
     )
@@ -194,7 +196,7 @@ def _votes(rng, comparisons, raters, utility) -> None:
 
 
 def database() -> list[dict]:
-    from scoring.calibration import services as calibration
+    from scoring.calibration.fitting import fit
     from scoring.metrics import features
 
     os.environ.setdefault("H2HTALK_CODE_VERSION", "bench")
@@ -202,7 +204,7 @@ def database() -> list[dict]:
     log(f"inserted {N_DB:,} comparisons with 3 judgments each in {seconds_build:.0f} s")
     seconds_table, table = timed(features.comparison_table, campaign, judge)
     log(f"comparison table {seconds_table:.1f} s")
-    seconds_fit, judge_row = timed(calibration.fit, campaign, judge=judge)
+    seconds_fit, judge_row = timed(fit, campaign, judge=judge)
     held = judge_row.document["heldout"]["judges"]
     log(f"fit end to end {seconds_fit:.1f} s")
     return [

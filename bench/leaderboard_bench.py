@@ -201,12 +201,12 @@ def _rated_campaign(rng, owner, raters, companions, run, scenarios, response_ids
 
 def _judge(campaign):
     """A calibrated judge on reference-metric features, stored for the campaign."""
-    from scoring.calibration import services as calibration
+    from scoring.calibration.document import SCHEMA, validate_document
     from scoring.models import CalibratedJudge
 
-    document = calibration.validate_document(
+    document = validate_document(
         {
-            "schema": calibration.SCHEMA,
+            "schema": SCHEMA,
             "name": "bench judge",
             "version": 1,
             "features": ["rouge1", "rougeL", "log_length"],

@@ -4,7 +4,7 @@ from annotation.models import Campaign
 from h2htalk import jobs
 from h2htalk.models import Job
 from scoring.agreement import services as agreement
-from scoring.calibration import services as calibration
+from scoring.calibration import fitting
 from scoring.metrics import jobs as metric_jobs
 from scoring.releases import service as releases  # importing registers their tasks
 
@@ -128,5 +128,5 @@ def run_judge_import(job_id: int) -> None:
 jobs.register("agreement", compute_agreement)
 jobs.register("judge_import", run_judge_import)
 jobs.register(metric_jobs.KIND, metric_jobs.run_metrics_job)
-jobs.register(calibration.KIND, calibration.run_fit_job)
+jobs.register(fitting.KIND, fitting.run_fit_job)
 jobs.register(releases.KIND, releases.run_release_job)

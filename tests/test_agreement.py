@@ -7,8 +7,33 @@ import pandas as pd
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from h2htalk.stats import agreement as ag
 from h2htalk.stats import dawid_skene as ds
+from h2htalk.stats.agreement.aggregation import aggregate_labels, majority_labels
+from h2htalk.stats.agreement.annotators import annotator_report, loo_consensus
+from h2htalk.stats.agreement.coefficients import (
+    cohen_kappa,
+    cohen_kappa_pairs,
+    fleiss_kappa,
+    fleiss_kappa_counts,
+    pairwise_agreement,
+    percent_agreement,
+)
+from h2htalk.stats.agreement.krippendorff_alpha import (
+    LEVELS,
+    alpha,
+    alpha_with_ci,
+    coincidence_alpha,
+    value_counts,
+)
+from h2htalk.stats.agreement.labels import (
+    expand_ratings,
+    label_level,
+    pair_preference,
+    rating_dimension_labels,
+    rating_labels,
+    rating_matrix,
+)
+from h2htalk.stats.agreement.reliability import label_agreement
 
 NAN = np.nan
 # Krippendorff (2011), "Computing Krippendorff's alpha-reliability", the 4 coders × 12 units
@@ -95,18 +120,18 @@ def random_matrix(rng, raters, units, values, missing):
 # Krippendorff's alpha
 
 
-@pytest.mark.parametrize("level", ag.LEVELS)
+@pytest.mark.parametrize("level", LEVELS)
 def test_krippendorff_2011_published_values(level):
-    assert round(ag.alpha(KRIPPENDORFF_2011, level), 3) == PUBLISHED[level]
-    counts, domain = ag.value_counts(KRIPPENDORFF_2011)
-    assert round(float(ag.coincidence_alpha(counts, domain, level)), 3) == PUBLISHED[level]
-    result = ag.alpha_with_ci(KRIPPENDORFF_2011, level, n_boot=200)
+    assert round(alpha(KRIPPENDORFF_2011, level), 3) == PUBLISHED[level]
+    counts, domain = value_counts(KRIPPENDORFF_2011)
+    assert round(float(coincidence_alpha(counts, domain, level)), 3) == PUBLISHED[level]
+    result = alpha_with_ci(KRIPPENDORFF_2011, level, n_boot=200)
     assert round(result.alpha, 3) == PUBLISHED[level]
     # Unit 12 has a single value: not pairable. 11 units hold 40 pairable values.
     assert (result.n_units, result.n_pairable) == (11, 40)
 
 
-@pytest.mark.parametrize("level", ag.LEVELS)
+@pytest.mark.parametrize("level", LEVELS)
 def test_own_alpha_equals_the_package_on_random_matrices(level):
     rng = np.random.default_rng(7)
     cases = [
@@ -119,26 +144,24 @@ def test_own_alpha_equals_the_package_on_random_matrices(level):
     for raters, units, values, missing in cases:
         matrix = random_matrix(rng, raters, units, values, missing)
         expected = krippendorff.alpha(reliability_data=matrix, level_of_measurement=level)
-        counts, domain = ag.value_counts(matrix)
-        assert float(ag.coincidence_alpha(counts, domain, level)) == pytest.approx(
-            expected, abs=1e-12
-        )
-        assert ag.alpha(matrix, level) == pytest.approx(expected, abs=1e-12)
+        counts, domain = value_counts(matrix)
+        assert float(coincidence_alpha(counts, domain, level)) == pytest.approx(expected, abs=1e-12)
+        assert alpha(matrix, level) == pytest.approx(expected, abs=1e-12)
 
 
-@pytest.mark.parametrize("level", ag.LEVELS)
+@pytest.mark.parametrize("level", LEVELS)
 def test_unit_weights_equal_repeating_units(level):
     """The bootstrap's multinomial weights are exact: weight w = the unit repeated w times."""
     rng = np.random.default_rng(11)
     matrix = random_matrix(rng, 4, 40, [1, 2, 3, 4, 5], 0.3)
     weights = rng.integers(0, 4, size=40)
     repeated = np.repeat(matrix, weights, axis=1)
-    counts, domain = ag.value_counts(matrix)
+    counts, domain = value_counts(matrix)
     both = np.stack([weights, np.ones(40)])
-    weighted = ag.coincidence_alpha(counts, domain, level, both)
+    weighted = coincidence_alpha(counts, domain, level, both)
     expected = krippendorff.alpha(reliability_data=repeated, level_of_measurement=level)
     assert weighted[0] == pytest.approx(expected, abs=1e-12)
-    assert weighted[1] == pytest.approx(ag.alpha(matrix, level), abs=1e-12)
+    assert weighted[1] == pytest.approx(alpha(matrix, level), abs=1e-12)
 
 
 def test_units_with_fewer_than_two_values_are_dropped():
@@ -146,28 +169,28 @@ def test_units_with_fewer_than_two_values_are_dropped():
     single = np.array([[4, NAN], [NAN, NAN], [NAN, NAN]])  # one lone value, one empty unit
     widened = np.concatenate([base, single], axis=1)
     for level in ("nominal", "interval"):
-        assert ag.alpha(widened, level) == pytest.approx(ag.alpha(base, level))
-    result = ag.alpha_with_ci(widened, "nominal", n_boot=50)
+        assert alpha(widened, level) == pytest.approx(alpha(base, level))
+    result = alpha_with_ci(widened, "nominal", n_boot=50)
     assert (result.n_units, result.n_pairable) == (5, 13)
 
 
 def test_alpha_is_nan_when_undefined():
     same = np.ones((3, 10))
-    assert np.isnan(ag.alpha(same, "nominal"))
+    assert np.isnan(alpha(same, "nominal"))
     lonely = np.array([[1.0, NAN], [NAN, 2.0]])
-    result = ag.alpha_with_ci(lonely, "ordinal")
+    result = alpha_with_ci(lonely, "ordinal")
     assert np.isnan(result.alpha) and np.isnan(result.low) and result.n_units == 0
     with pytest.raises(ValueError):
-        ag.alpha(KRIPPENDORFF_2011, "cardinal")
+        alpha(KRIPPENDORFF_2011, "cardinal")
 
 
 def test_bootstrap_is_seeded_and_reports_its_level():
     rng = np.random.default_rng(3)
     truth = rng.choice([-2, -1, 0, 1, 2], 300)
     matrix = np.clip(truth + rng.choice([-1, 0, 1], (3, 300), p=[0.2, 0.6, 0.2]), -2, 2)
-    first = ag.alpha_with_ci(matrix, "ordinal", seed=5)
-    again = ag.alpha_with_ci(matrix, "ordinal", seed=5)
-    narrower = ag.alpha_with_ci(matrix, "ordinal", seed=5, ci=0.80)
+    first = alpha_with_ci(matrix, "ordinal", seed=5)
+    again = alpha_with_ci(matrix, "ordinal", seed=5)
+    narrower = alpha_with_ci(matrix, "ordinal", seed=5, ci=0.80)
     assert (first.low, first.high) == (again.low, again.high)
     assert first.low < first.alpha < first.high
     assert first.low < narrower.low < narrower.high < first.high
@@ -187,10 +210,10 @@ def test_bootstrap_interval_covers_the_true_alpha():
         matrix[0, rng.random(units) < 0.3] = NAN  # some units have two raters only
         return matrix
 
-    population = ag.alpha(sample(np.random.default_rng(0), 300_000), "ordinal")
+    population = alpha(sample(np.random.default_rng(0), 300_000), "ordinal")
     covered = 0
     for seed in range(150):
-        result = ag.alpha_with_ci(
+        result = alpha_with_ci(
             sample(np.random.default_rng(1000 + seed), 300), "ordinal", 400, seed
         )
         covered += result.low <= population <= result.high
@@ -203,7 +226,7 @@ def test_bootstrap_handles_100k_judgments():
     truth = rng.choice([-2, -1, 0, 1, 2], 33_334)
     matrix = np.clip(truth + rng.choice([-1, 0, 1], (3, 33_334), p=[0.2, 0.6, 0.2]), -2, 2)
     for level in ("nominal", "ordinal"):
-        result = ag.alpha_with_ci(np.sign(matrix) if level == "nominal" else matrix, level)
+        result = alpha_with_ci(np.sign(matrix) if level == "nominal" else matrix, level)
         assert result.n_pairable == 100_002 and result.low < result.alpha < result.high
 
 
@@ -233,27 +256,27 @@ def keyed_judgments(n_units=200, seed=0):
 
 def test_pair_preference_turns_screen_votes_into_model_votes():
     # "Left much better" with A on the left is "A much better"; with B on the left, "B much".
-    assert ag.pair_preference([-2, -2, 1, 0], [True, False, False, True]).tolist() == [-2, 2, -1, 0]
+    assert pair_preference([-2, -2, 1, 0], [True, False, False, True]).tolist() == [-2, 2, -1, 0]
 
 
 def test_agreement_is_on_the_model_not_the_side():
     judgments, truth = keyed_judgments()
     for label in ("preference5", "winner3"):
-        matrix = ag.rating_matrix(judgments, label)
+        matrix = rating_matrix(judgments, label)
         expected = truth if label == "preference5" else np.sign(truth)
         # Every annotator's row is the pair-keyed truth, whatever side they saw it on.
         assert (matrix.to_numpy() == expected[None, :]).all()
-        assert ag.alpha(matrix, ag.label_level(label)) == pytest.approx(1.0)
+        assert alpha(matrix, label_level(label)) == pytest.approx(1.0)
     # The same votes read as screen sides look like noise.
-    screen = ag.rating_matrix(judgments, "screen5")
-    assert ag.alpha(screen, "ordinal") < 0.2
-    assert ag.percent_agreement(ag.rating_matrix(judgments, "winner3")) == 1.0
-    assert ag.percent_agreement(ag.rating_matrix(judgments, "screen3")) < 0.5
+    screen = rating_matrix(judgments, "screen5")
+    assert alpha(screen, "ordinal") < 0.2
+    assert percent_agreement(rating_matrix(judgments, "winner3")) == 1.0
+    assert percent_agreement(rating_matrix(judgments, "screen3")) < 0.5
 
 
 def test_preference_is_derived_from_the_layout_when_missing():
     judgments, truth = keyed_judgments(50)
-    matrix = ag.rating_matrix(judgments.drop(columns="preference"), "preference5")
+    matrix = rating_matrix(judgments.drop(columns="preference"), "preference5")
     assert (matrix.to_numpy() == truth[None, :]).all()
 
 
@@ -263,18 +286,18 @@ def test_a_preference_that_does_not_follow_the_layout_is_refused():
         1 if not judgments.loc[3, "left_is_a"] else -1
     )
     with pytest.raises(ValueError, match="does not follow"):
-        ag.rating_matrix(judgments, "preference5")
+        rating_matrix(judgments, "preference5")
 
 
 def test_rating_matrix_shape_and_duplicates():
     judgments = pd.DataFrame(
         {"comparison_id": [10, 10, 11], "annotator": ["x", "y", "x"], "preference": [-1, 2, 0]}
     )
-    matrix = ag.rating_matrix(judgments, "preference5")
+    matrix = rating_matrix(judgments, "preference5")
     assert matrix.index.tolist() == ["x", "y"] and matrix.columns.tolist() == [10, 11]
     assert np.isnan(matrix.loc["y", 11]) and matrix.loc["y", 10] == 2
     with pytest.raises(ValueError, match="more than once"):
-        ag.rating_matrix(pd.concat([judgments, judgments.iloc[:1]]), "winner3")
+        rating_matrix(pd.concat([judgments, judgments.iloc[:1]]), "winner3")
 
 
 def test_ratings_are_expanded_and_rated_on_the_interval_level():
@@ -293,16 +316,16 @@ def test_ratings_are_expanded_and_rated_on_the_interval_level():
             ],
         }
     )
-    frame = ag.expand_ratings(judgments)
-    assert ag.rating_labels(frame) == ["a_empathy", "b_empathy"]
-    assert ag.label_level("a_empathy") == "interval"
-    matrix = ag.rating_matrix(frame, "a_empathy")
+    frame = expand_ratings(judgments)
+    assert rating_labels(frame) == ["a_empathy", "b_empathy"]
+    assert label_level("a_empathy") == "interval"
+    matrix = rating_matrix(frame, "a_empathy")
     assert matrix.loc[["x", "y"], 1].tolist() == [4, 5] and np.isnan(matrix.loc["x", 3])
     # A rating's unit is a response: A's and B's ratings of a comparison are a unit pair.
-    both = np.hstack([matrix.to_numpy(), ag.rating_matrix(frame, "b_empathy").to_numpy()])
+    both = np.hstack([matrix.to_numpy(), rating_matrix(frame, "b_empathy").to_numpy()])
     expected = krippendorff.alpha(reliability_data=both, level_of_measurement="interval")
-    summary = ag.label_agreement(frame, n_boot=100)
-    assert ag.rating_dimension_labels(frame) == ["rating_empathy"]
+    summary = label_agreement(frame, n_boot=100)
+    assert rating_dimension_labels(frame) == ["rating_empathy"]
     assert summary.loc["rating_empathy", "alpha"] == pytest.approx(expected)
     assert summary.loc["rating_empathy", "level"] == "interval"
     # Comparisons 1 and 2 each have two pairable units; 3 has a single value on each side.
@@ -318,7 +341,7 @@ def test_ratings_are_expanded_and_rated_on_the_interval_level():
 def test_percent_agreement_by_hand():
     matrix = np.array([[1, 1, 2, 1], [1, 2, 2, NAN], [1, 3, NAN, NAN]])
     # Unit 1: 3 of 3 pairs agree; unit 2: 0 of 3; unit 3: 1 of 1; unit 4 not pairable.
-    assert ag.percent_agreement(matrix) == pytest.approx((1 + 0 + 1) / 3)
+    assert percent_agreement(matrix) == pytest.approx((1 + 0 + 1) / 3)
 
 
 @pytest.mark.parametrize("weights", [None, "linear", "quadratic"])
@@ -330,7 +353,7 @@ def test_cohen_kappa_matches_sklearn(weights):
         x[rng.random(120) < 0.1] = NAN
         both = ~np.isnan(x)
         expected = cohen_kappa_score(x[both], y[both], weights=weights)
-        assert ag.cohen_kappa(x, y, weights) == pytest.approx(expected, abs=1e-12)
+        assert cohen_kappa(x, y, weights) == pytest.approx(expected, abs=1e-12)
 
 
 def test_cohen_kappa_pairs_respects_overlap():
@@ -338,16 +361,16 @@ def test_cohen_kappa_pairs_respects_overlap():
         [[1, 0, 1, 0, 1, NAN], [1, 0, 1, 1, NAN, NAN], [NAN, NAN, NAN, 0, 1, 0]],
         index=["x", "y", "z"],
     )
-    pairs = ag.cohen_kappa_pairs(matrix, min_overlap=3)
+    pairs = cohen_kappa_pairs(matrix, min_overlap=3)
     assert pairs[["rater_1", "rater_2", "n"]].values.tolist() == [["x", "y", 4]]
     assert pairs["kappa"].iloc[0] == pytest.approx(cohen_kappa_score([1, 0, 1, 0], [1, 0, 1, 1]))
 
 
 def test_fleiss_kappa_wikipedia_example():
-    assert round(ag.fleiss_kappa_counts(FLEISS_EXAMPLE), 3) == 0.210
+    assert round(fleiss_kappa_counts(FLEISS_EXAMPLE), 3) == 0.210
     # The same data as a raters × units matrix (14 ratings per subject, categories 1..5).
     columns = [np.repeat(np.arange(1, 6), row) for row in FLEISS_EXAMPLE]
-    result = ag.fleiss_kappa(np.array(columns, dtype=float).T)
+    result = fleiss_kappa(np.array(columns, dtype=float).T)
     assert (round(result.kappa, 3), result.n_units, result.n_raters) == (0.210, 10, 14)
 
 
@@ -357,16 +380,16 @@ def test_fleiss_kappa_matches_statsmodels():
     for categories in (2, 3, 5):
         counts = rng.multinomial(4, rng.dirichlet(np.ones(categories)), size=60)
         expected = inter_rater.fleiss_kappa(counts, method="fleiss")
-        assert ag.fleiss_kappa_counts(counts) == pytest.approx(expected, abs=1e-12)
+        assert fleiss_kappa_counts(counts) == pytest.approx(expected, abs=1e-12)
 
 
 def test_fleiss_kappa_uses_units_with_the_common_rater_count():
     matrix = np.array([[1, 2, 1, 1], [1, 2, 2, 2], [1, 2, 1, NAN]])
-    result = ag.fleiss_kappa(matrix)
+    result = fleiss_kappa(matrix)
     assert (result.n_units, result.n_raters, result.n_skipped) == (3, 3, 1)
-    assert result.kappa == pytest.approx(ag.fleiss_kappa_counts([[3, 0], [0, 3], [2, 1]]))
+    assert result.kappa == pytest.approx(fleiss_kappa_counts([[3, 0], [0, 3], [2, 1]]))
     with pytest.raises(ValueError):
-        ag.fleiss_kappa_counts([[2, 0], [1, 2]])
+        fleiss_kappa_counts([[2, 0], [1, 2]])
 
 
 # Annotators
@@ -380,7 +403,7 @@ def test_loo_consensus_leaves_the_annotator_out():
             "preference": [-2, -1, 1, 0, 1, -1],
         }
     )
-    table = ag.loo_consensus(judgments)
+    table = loo_consensus(judgments)
     # Unit 1: others of x are (A, B): no consensus; others of z are (A, A): A, and z said B.
     assert np.isnan(table["consensus"].iloc[0]) and table["consensus"].iloc[2] == -1
     assert table["agrees"].iloc[2] == 0 and np.isnan(table["agrees"].iloc[3])
@@ -389,7 +412,7 @@ def test_loo_consensus_leaves_the_annotator_out():
 
 def test_flags_name_exactly_the_bad_annotators(simulated):
     judgments, _ = simulated
-    report = ag.annotator_report(judgments)
+    report = annotator_report(judgments)
     assert set(report.index[report["flagged"]]) == BAD
     assert "position: picks the left side in 100%" in report.loc["left_clicker", "flag"]
     assert report.loc["left_clicker", "left_rate"] == 1.0
@@ -405,9 +428,9 @@ def test_report_reads_the_monitoring_frame(simulated):
     """annotation.monitoring's frame: comparison_id, no left_is_a; same verdicts."""
     judgments, _ = simulated
     frame = judgments.rename(columns={"comparison": "comparison_id"}).drop(columns="left_is_a")
-    report = ag.annotator_report(frame)
-    assert report["flag"].equals(ag.annotator_report(judgments)["flag"])
-    bare = ag.annotator_report(frame[["comparison_id", "annotator", "preference"]])
+    report = annotator_report(frame)
+    assert report["flag"].equals(annotator_report(judgments)["flag"])
+    bare = annotator_report(frame[["comparison_id", "annotator", "preference"]])
     # Without the screen side the left clicker only looks like a weak annotator (its votes
     # agree with the others about as often as chance, above the floor in this sample).
     assert set(bare.index[bare["flagged"]]) == {"adversary"}
@@ -418,12 +441,12 @@ def test_gold_flags_need_enough_evidence():
     """With ~60 gold votes each, the adversary (≈ 23% right) is confidently below 60%; honest
     annotators, the weakest at 60%, are not flagged for gold."""
     judgments, _ = simulate(seed=1, n_gold=150)
-    report = ag.annotator_report(judgments)
+    report = annotator_report(judgments)
     assert report["n_gold"].min() >= 40
     gold_flagged = report.index[report["flag"].str.contains("gold:")]
     assert "adversary" in gold_flagged and not set(gold_flagged) & set(HONEST)
     # Too few gold items: no gold verdict at all, however bad.
-    few = ag.annotator_report(judgments, min_gold=1000)
+    few = annotator_report(judgments, min_gold=1000)
     assert not few["flag"].str.contains("gold:").any()
 
 
@@ -431,7 +454,7 @@ def test_fast_annotators_are_flagged(simulated):
     judgments, _ = simulated
     judgments = judgments.copy()
     judgments.loc[judgments["annotator"] == "h5", "time_on_task_ms"] = 2_000
-    report = ag.annotator_report(judgments)
+    report = annotator_report(judgments)
     assert report.loc["h5", "flag"].startswith("fast: median time 2.0 s")
     assert set(report.index[report["flagged"]]) == BAD | {"h5"}
 
@@ -451,7 +474,7 @@ def test_fast_flag_uses_the_client_time_when_reported(simulated):
     server's lease time was (old code: every rater flagged "fast"); the server time is only the
     fallback for judgments without a client time."""
     judgments = _api_client_times(simulated[0])
-    report = ag.annotator_report(judgments)
+    report = annotator_report(judgments)
     assert set(report.index[report["flagged"]]) == BAD
     assert not report["flag"].str.contains("fast").any()
     assert (report["time_source"] == "client").all()
@@ -459,19 +482,19 @@ def test_fast_flag_uses_the_client_time_when_reported(simulated):
     # A rater whose browser reports 2 s per item is flagged, with the clock named.
     speeder = judgments.copy()
     speeder.loc[speeder["annotator"] == "h5", "client_time_ms"] = 2_000
-    report = ag.annotator_report(speeder)
+    report = annotator_report(speeder)
     assert report.loc["h5", "flag"].startswith("fast: median time 2.0 s (visible time in")
     assert set(report.index[report["flagged"]]) == BAD | {"h5"}
     # Without client times the server's lease time decides, and says so.
     server_only = judgments.drop(columns="client_time_ms")
-    report = ag.annotator_report(server_only)
+    report = annotator_report(server_only)
     assert report.loc[HONEST, "flagged"].all()
     assert (report["time_source"] == "server").all()
     assert "server lease time" in report.loc["h0", "flag"]
     # Missing client times fall back per judgment.
     mixed = judgments.copy()
     mixed.loc[mixed.index[::2], "client_time_ms"] = np.nan
-    report = ag.annotator_report(mixed)
+    report = annotator_report(mixed)
     assert (report["time_source"] == "mixed").all()
 
 
@@ -479,7 +502,7 @@ def test_flagged_only_for_actionable_reasons(simulated):
     """Quicker than most (but above the absolute floor) is a note, not a flag."""
     judgments = _api_client_times(simulated[0])
     judgments.loc[judgments["annotator"] == "h2", "client_time_ms"] = 6_000
-    report = ag.annotator_report(judgments)
+    report = annotator_report(judgments)
     assert not report.loc["h2", "flagged"] and report.loc["h2", "flag"] == ""
     assert report.loc["h2", "note"].startswith("quicker than most: median time 6.0 s")
     assert set(report.index[report["flagged"]]) == BAD
@@ -488,7 +511,7 @@ def test_flagged_only_for_actionable_reasons(simulated):
 
 def test_dawid_skene_recovers_the_truth_better_than_majority(simulated):
     judgments, truth = simulated
-    aggregation = ag.aggregate_labels(judgments)
+    aggregation = aggregate_labels(judgments)
     labels = aggregation.labels
     assert labels.index.tolist() == list(range(len(truth)))
     majority_accuracy = (labels["majority"].to_numpy() == truth).mean()
@@ -507,8 +530,8 @@ def test_dawid_skene_recovers_the_truth_better_than_majority(simulated):
 
 def test_excluding_flagged_annotators_helps_majority(simulated):
     judgments, truth = simulated
-    kept = ag.aggregate_labels(judgments, exclude_annotators=BAD).labels
-    everyone = ag.aggregate_labels(judgments).labels
+    kept = aggregate_labels(judgments, exclude_annotators=BAD).labels
+    everyone = aggregate_labels(judgments).labels
     assert (kept["majority"].to_numpy() == truth).mean() > (
         everyone["majority"].to_numpy() == truth
     ).mean()
@@ -554,7 +577,7 @@ def test_majority_ties_are_broken_by_strength_and_reported():
             "preference": [-2, 1, -1, 1, -1, 0, 1, 2, -1],
         }
     )
-    table = ag.majority_labels(judgments)
+    table = majority_labels(judgments)
     # A much better vs B better → A; A vs B of equal strength → tie; A vs tie → A;
     # a clear majority is not a tie.
     assert table["majority"].tolist() == [-1, 0, -1, 1]
@@ -567,7 +590,7 @@ def test_pairwise_agreement_counts_shared_units_only():
         [[1, 0, -1, np.nan], [1, 1, -1, 0], [np.nan, np.nan, np.nan, 0]],
         index=["ann", "bo", "cy"],
     )
-    share, shared = ag.pairwise_agreement(matrix)
+    share, shared = pairwise_agreement(matrix)
     assert shared.loc["ann", "bo"] == 3 and share.loc["ann", "bo"] == pytest.approx(2 / 3)
     assert shared.loc["ann", "cy"] == 0 and np.isnan(share.loc["ann", "cy"])
     assert share.loc["bo", "cy"] == 1.0 and share.loc["bo", "bo"] == 1.0

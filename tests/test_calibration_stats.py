@@ -9,7 +9,22 @@ import pytest
 from scipy.special import expit
 from sklearn.linear_model import LogisticRegression
 
-from h2htalk.stats import calibration as cal
+from h2htalk.stats.calibration import splits
+from h2htalk.stats.calibration.cross_validation import cross_validate, verdict_sentence
+from h2htalk.stats.calibration.data import design_matrix, fingerprint, votes_frame, votes_of
+from h2htalk.stats.calibration.metrics import (
+    accuracy_with_ties,
+    accuracy_without_ties,
+    brier,
+    choose_tie_band,
+    kappa,
+    reliability,
+    three_way,
+    vote_log_loss,
+)
+from h2htalk.stats.calibration.model import fit_model, fit_slope, linear_decision
+from h2htalk.stats.calibration.splits import LeakError, group_splits
+from h2htalk.stats.calibration.system import bt_strengths, rank_correlations
 from tests import simulators
 
 SINGLE_FEATURES = ["metric_1", "metric_2", "rubric", "log_length"]
@@ -34,15 +49,15 @@ def test_log_loss_brier_over_votes_by_hand():
         )
         / 5
     )
-    assert cal.vote_log_loss(p, votes) == pytest.approx(expected_loss, abs=1e-12)
+    assert vote_log_loss(p, votes) == pytest.approx(expected_loss, abs=1e-12)
     expected_brier = (2 * 0.2**2 + 0.8**2 + 0.1**2 + 0.4**2) / 5
-    assert cal.brier(p, votes) == pytest.approx(expected_brier, abs=1e-12)
+    assert brier(p, votes) == pytest.approx(expected_brier, abs=1e-12)
 
 
 def test_ece_and_reliability_table_by_hand():
     p = np.array([0.05, 0.15, 0.18, 0.95, 1.0])
     votes = np.array([[0, 0, 2], [1, 0, 1], [1, 0, 0], [3, 0, 0], [0, 0, 1]])
-    ece, table = cal.reliability(p, votes, bins=10)
+    ece, table = reliability(p, votes, bins=10)
     # Bin [0, .1): p .05, 2 votes, observed 0 → gap .05 (weight 2/9).
     # Bin [.1, .2): p .15 (2 votes) and .18 (1 vote): mean p (.3 + .18)/3 = .16, observed 2/3.
     # Bin [.9, 1] (closed): p .95 (3 votes) and 1.0 (1 vote): mean p .9625, observed 3/4.
@@ -57,27 +72,27 @@ def test_ece_and_reliability_table_by_hand():
 def test_accuracy_with_and_without_ties_and_kappa():
     p = np.array([0.9, 0.6, 0.5, 0.45, 0.2, 0.52])
     majority = np.array([-1, -1, 1, 0, 1, 0])  # −1 = A better
-    accuracy, decided = cal.accuracy_without_ties(p, majority)
+    accuracy, decided = accuracy_without_ties(p, majority)
     # Decided: .9 A ✓, .6 A ✓, .5 → ½, .2 B ✓ → 3.5 / 4.
     assert decided == 4 and accuracy == pytest.approx(3.5 / 4)
     # δ = .05: calls A, A, tie, tie, B, tie → right on 1,2,4,5,6 → 5/6.
-    assert cal.accuracy_with_ties(p, majority, 0.05) == pytest.approx(5 / 6)
-    assert list(cal.three_way(p, 0.05)) == [-1, -1, 0, 0, 1, 0]
+    assert accuracy_with_ties(p, majority, 0.05) == pytest.approx(5 / 6)
+    assert list(three_way(p, 0.05)) == [-1, -1, 0, 0, 1, 0]
     # δ chosen on this data: 0.05 beats 0 (3/6) and 0.15 (calls .6 a tie: 4/6).
-    assert cal.choose_tie_band(p, majority, bands=(0.0, 0.05, 0.15)) == 0.05
+    assert choose_tie_band(p, majority, bands=(0.0, 0.05, 0.15)) == 0.05
     calls = np.array([-1, -1, 0, 0, 1, 0])
     agreement = np.mean(calls == majority)
     chance = sum(np.mean(calls == c) * np.mean(majority == c) for c in (-1, 0, 1))
     expected_kappa = (agreement - chance) / (1 - chance)
-    assert cal.kappa(p, majority, 0.05) == pytest.approx(expected_kappa)
+    assert kappa(p, majority, 0.05) == pytest.approx(expected_kappa)
 
 
 def test_fingerprint_ignores_order_and_sees_every_change():
     triples = [(3, 10, -1), (1, 11, 2), (1, 10, 0)]
-    first = cal.fingerprint(triples)
-    assert first == cal.fingerprint(list(reversed(triples)))
-    assert first != cal.fingerprint([(3, 10, -1), (1, 11, 2), (1, 10, 1)])
-    assert first != cal.fingerprint(triples[:2])
+    first = fingerprint(triples)
+    assert first == fingerprint(list(reversed(triples)))
+    assert first != fingerprint([(3, 10, -1), (1, 11, 2), (1, 10, 1)])
+    assert first != fingerprint(triples[:2])
     import hashlib
 
     text = "1,10,0\n1,11,2\n3,10,-1\n"
@@ -89,13 +104,13 @@ def test_linear_decision_matches_sklearn_and_is_antisymmetric():
     X = rng.normal(size=(200, 3))
     y = (X @ [1.0, -0.5, 0.2] + rng.logistic(size=200) > 0).astype(int)
     model = LogisticRegression(fit_intercept=False).fit(X / 2.0, y)
-    p = expit(cal.linear_decision(X, [0, 0, 0], [2.0, 2.0, 2.0], model.coef_[0], 0.0))
+    p = expit(linear_decision(X, [0, 0, 0], [2.0, 2.0, 2.0], model.coef_[0], 0.0))
     assert np.max(np.abs(p - model.predict_proba(X / 2.0)[:, 1])) < 1e-12
-    q = expit(cal.linear_decision(-X, [0, 0, 0], [2.0, 2.0, 2.0], model.coef_[0], 0.0))
+    q = expit(linear_decision(-X, [0, 0, 0], [2.0, 2.0, 2.0], model.coef_[0], 0.0))
     assert np.max(np.abs(p + q - 1)) < 1e-12
     # A missing difference counts as 0.
     X[0, 1] = np.nan
-    z = cal.linear_decision(X[:1], [0, 0, 0], [1, 1, 1], [1.0, 5.0, 0.0], 0.0)
+    z = linear_decision(X[:1], [0, 0, 0], [1, 1, 1], [1.0, 5.0, 0.0], 0.0)
     assert z[0] == pytest.approx(X[0, 0])
 
 
@@ -104,16 +119,16 @@ def test_fit_slope_recovers_a_known_slope():
     diff = rng.normal(0, 0.2, 20_000)
     a_wins = rng.random(20_000) < expit(7.0 * diff)
     votes = np.stack([a_wins, np.zeros(20_000), ~a_wins], axis=1).astype(float)
-    assert cal.fit_slope(diff, votes) == pytest.approx(7.0, rel=0.05)
+    assert fit_slope(diff, votes) == pytest.approx(7.0, rel=0.05)
 
 
 def test_rank_correlations_and_bradley_terry_from_probabilities():
     a = np.array([0, 0, 1, 0, 1, 2])
     b = np.array([1, 2, 2, 1, 2, 3])
-    theta = cal.bt_strengths(a, b, np.full(6, 0.8), np.full(6, 0.2), [0, 1, 2, 3])
+    theta = bt_strengths(a, b, np.full(6, 0.8), np.full(6, 0.2), [0, 1, 2, 3])
     assert list(np.argsort(-theta)) == [0, 1, 2, 3]
-    assert cal.rank_correlations([4, 3, 2, 1], theta) == (pytest.approx(1.0), pytest.approx(1.0))
-    assert cal.rank_correlations([1, 2], [2, 1]) == (None, None)
+    assert rank_correlations([4, 3, 2, 1], theta) == (pytest.approx(1.0), pytest.approx(1.0))
+    assert rank_correlations([1, 2], [2, 1]) == (None, None)
 
 
 # ---------------------------------------------------------------- the simulation
@@ -122,7 +137,7 @@ def test_rank_correlations_and_bradley_terry_from_probabilities():
 @pytest.fixture(scope="module")
 def single():
     frame, weights = simulators.simulate_comparisons(n_comparisons=3000, judge="single", seed=11)
-    return frame, weights, cal.cross_validate(frame, SINGLE_FEATURES, folds=5, seed=1)
+    return frame, weights, cross_validate(frame, SINGLE_FEATURES, folds=5, seed=1)
 
 
 @pytest.fixture(scope="module")
@@ -134,13 +149,13 @@ def pairwise():
         weights=PAIRWISE_WEIGHTS,
         position_bias=1.0,
     )
-    return frame, weights, cal.cross_validate(frame, PAIRWISE_FEATURES, folds=5, seed=1)
+    return frame, weights, cross_validate(frame, PAIRWISE_FEATURES, folds=5, seed=1)
 
 
 def _fit_all(frame, features):
-    model, _ = cal.fit_model(
-        cal.design_matrix(frame, features),
-        cal.votes_of(frame),
+    model, _ = fit_model(
+        design_matrix(frame, features),
+        votes_of(frame),
         frame["scenario"].to_numpy(),
         features,
     )
@@ -155,7 +170,7 @@ def test_fitted_weights_recover_the_known_ones(single):
     for name, truth in weights.items():
         assert recovered[name] == pytest.approx(truth, abs=0.15 * max(1, abs(truth))), name
     # The standardised weights are the raw ones times the scale, and the scale is the RMS.
-    X = cal.design_matrix(frame, SINGLE_FEATURES)
+    X = design_matrix(frame, SINGLE_FEATURES)
     assert np.allclose(model.scale, np.sqrt((X**2).mean(axis=0)))
     assert np.allclose(model.weights, model.raw_weights * model.scale)
     assert model.intercept == 0.0 and not model.mean.any()
@@ -169,7 +184,7 @@ def test_calibrated_beats_the_length_biased_raw_judge_held_out(single):
     assert calibrated["log_loss"] < raw["log_loss"]
     assert result.comparison["raw"]["high"] < 0  # the log-loss gain is clear of zero
     assert result.comparison["composite"]["worse"] is False
-    assert "beats the paper's composite" in cal.verdict_sentence(result.metrics, result.comparison)
+    assert "beats the paper's composite" in verdict_sentence(result.metrics, result.comparison)
 
 
 def test_pairwise_judge_with_position_and_length_bias(pairwise):
@@ -199,7 +214,7 @@ def test_held_out_predictions_cover_every_comparison_once(single):
 def test_no_scenario_is_in_both_train_and_test_in_any_split(monkeypatch):
     """Every split made (outer folds and the inner folds choosing C) is checked."""
     seen = []
-    original = cal.group_splits
+    original = group_splits
 
     def recording(groups, n_splits, seed=0):
         groups = np.asarray(groups)
@@ -207,9 +222,9 @@ def test_no_scenario_is_in_both_train_and_test_in_any_split(monkeypatch):
             seen.append((set(groups[train]), set(groups[test])))
             yield train, test
 
-    monkeypatch.setattr(cal, "group_splits", recording)
+    monkeypatch.setattr(splits, "group_splits", recording)
     frame, _ = simulators.simulate_comparisons(n_comparisons=600, judge="single", seed=5)
-    cal.cross_validate(frame, SINGLE_FEATURES, folds=5, inner_folds=3)
+    cross_validate(frame, SINGLE_FEATURES, folds=5, inner_folds=3)
     assert len(seen) == 5 + 5 * 3 + 0  # outer folds, and inner folds inside each
     for train, test in seen:
         assert train and test and not train & test
@@ -225,10 +240,10 @@ def test_a_splitter_that_ignores_scenarios_is_caught(monkeypatch):
         def split(self, X, y=None, groups=None):
             return super().split(X)
 
-    monkeypatch.setattr(cal, "GroupKFold", Leaky)
+    monkeypatch.setattr(splits, "GroupKFold", Leaky)
     groups = np.repeat(np.arange(20), 5)
-    with pytest.raises(cal.LeakError):
-        list(cal.group_splits(groups, 5))
+    with pytest.raises(LeakError):
+        list(group_splits(groups, 5))
 
 
 def test_worse_than_the_composite_is_said_plainly():
@@ -248,10 +263,10 @@ def test_worse_than_the_composite_is_said_plainly():
     frame["votes_a"], frame["votes_tie"], frame["votes_b"] = a_votes, 0, 3 - a_votes
     frame["majority"] = np.where(a_votes >= 2, -1, 1)
     frame["d_noise"] = rng.normal(size=n)
-    result = cal.cross_validate(frame, ["noise"], folds=5)
+    result = cross_validate(frame, ["noise"], folds=5)
     assert result.metrics["raw"] is None
     assert result.comparison["composite"]["worse"] is True
-    sentence = cal.verdict_sentence(result.metrics, result.comparison)
+    sentence = verdict_sentence(result.metrics, result.comparison)
     assert sentence.startswith("The calibrated judge is worse than the paper's composite")
 
 
@@ -263,7 +278,7 @@ def test_votes_frame_uses_the_agreement_majority():
             "preference": [-2, 1, 1, -1, 1, -2, 1],
         }
     )
-    table = cal.votes_frame(judgments)
+    table = votes_frame(judgments)
     assert list(table["votes_a"]) == [1, 1, 1] and list(table["votes_b"]) == [2, 1, 1]
     # 1: plurality B; 2: split, summed preference 0 → tie; 3: split, summed −1 → A.
     assert list(table["majority"]) == [1, 0, -1]

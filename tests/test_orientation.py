@@ -11,9 +11,20 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from h2htalk.stats import agreement as ag
-from h2htalk.stats import calibration as cal
-from scoring.calibration import services as calibration_report
+from h2htalk.stats.agreement.aggregation import aggregate_labels
+from h2htalk.stats.agreement.annotators import annotator_report
+from h2htalk.stats.agreement.coefficients import (
+    cohen_kappa,
+    pair_kappa,
+    pairwise_agreement,
+    percent_agreement,
+)
+from h2htalk.stats.agreement.krippendorff_alpha import alpha, paired_alpha_with_ci
+from h2htalk.stats.agreement.labels import rating_matrix
+from h2htalk.stats.agreement.reliability import label_agreement
+from h2htalk.stats.calibration.cross_validation import CVResult, cross_validate
+from h2htalk.stats.calibration.metrics import three_way
+from scoring.calibration.heldout import human_agreement
 from tests import simulators
 
 ANNOTATORS = ["ann", "bo", "cy", "dee", "contrarian"]
@@ -87,18 +98,18 @@ def figures(frame: pd.DataFrame) -> dict:
     show, keyed by something that does not depend on the numbering."""
     regular = frame[~frame["is_gold"]]
     out = {}
-    table = ag.label_agreement(
+    table = label_agreement(
         regular, labels=["preference5", "winner3", f"rating_{RATING}"], n_boot=200, seed=3
     )
     out["alpha"] = table.drop(columns=["level"]).to_dict(orient="index")
     for name, part in regular.groupby("dimension"):
-        out[f"alpha {name}"] = ag.label_agreement(part, n_boot=50, seed=1)["alpha"].to_dict()
-    out["annotators"] = ag.annotator_report(frame).to_dict(orient="index")
-    share, shared = ag.pairwise_agreement(ag.rating_matrix(regular, "winner3"))
+        out[f"alpha {name}"] = label_agreement(part, n_boot=50, seed=1)["alpha"].to_dict()
+    out["annotators"] = annotator_report(frame).to_dict(orient="index")
+    share, shared = pairwise_agreement(rating_matrix(regular, "winner3"))
     out["heatmap"] = (share.to_numpy().tolist(), shared.to_numpy().tolist())
-    aggregation = ag.aggregate_labels(regular)
+    aggregation = aggregate_labels(regular)
     out["aggregation"] = (aggregation.disagreement, aggregation.n_majority_ties)
-    out["calibration humans"] = calibration_report.human_agreement(
+    out["calibration humans"] = human_agreement(
         regular[["comparison", "annotator", "preference"]], n_boot=200
     )
     return out
@@ -170,26 +181,26 @@ def test_one_dominant_companion_collapses_a_fixed_orientation_but_not_the_mirror
     frame = dominant_judgments(1, n_units=200, n_companions=2, dominance=6.0)
     frame = frame[frame["annotator"] != "contrarian"].reset_index(drop=True)
     regular = frame[~frame["is_gold"]]
-    fixed = ag.alpha(ag.rating_matrix(regular, "winner3"), "nominal")
-    mirrored = ag.label_agreement(regular, labels=["winner3"], n_boot=0).at["winner3", "alpha"]
+    fixed = alpha(rating_matrix(regular, "winner3"), "nominal")
+    mirrored = label_agreement(regular, labels=["winner3"], n_boot=0).at["winner3", "alpha"]
     reversed_ids = renumber(frame, [1, 0], list(range(1000, 1200)), range(len(frame)))
     reversed_regular = reversed_ids[~reversed_ids["is_gold"]]
-    assert ag.percent_agreement(ag.rating_matrix(regular, "winner3")) > 0.75
+    assert percent_agreement(rating_matrix(regular, "winner3")) > 0.75
     assert fixed < 0.4 and mirrored > 0.6, (fixed, mirrored)
-    assert ag.label_agreement(reversed_regular, labels=["winner3"], n_boot=0).at[
+    assert label_agreement(reversed_regular, labels=["winner3"], n_boot=0).at[
         "winner3", "alpha"
     ] == pytest.approx(mirrored)
 
 
 def test_mirrored_alpha_is_the_package_alpha_of_the_mirrored_data():
     frame = dominant_judgments(4, n_units=60)
-    matrix = ag.rating_matrix(frame, "preference5").to_numpy()
+    matrix = rating_matrix(frame, "preference5").to_numpy()
     import krippendorff
 
     expected = krippendorff.alpha(
         reliability_data=np.hstack([matrix, -matrix]), level_of_measurement="ordinal"
     )
-    result = ag.paired_alpha_with_ci(matrix, level="ordinal", n_boot=300, seed=2)
+    result = paired_alpha_with_ci(matrix, level="ordinal", n_boot=300, seed=2)
     assert result.alpha == pytest.approx(expected)
     assert result.low <= result.alpha <= result.high
     # Units are comparisons (not comparisons and mirrors), values the judgments given.
@@ -211,7 +222,7 @@ def test_pair_kappa_does_not_depend_on_which_side_is_a(items):
     x = np.array([i[0] for i in items], dtype=float)
     y = np.array([i[1] for i in items], dtype=float)
     sign = np.where([i[2] for i in items], -1.0, 1.0)
-    left, right = ag.pair_kappa(x, y), ag.pair_kappa(sign * x, sign * y)
+    left, right = pair_kappa(x, y), pair_kappa(sign * x, sign * y)
     assert (np.isnan(left) and np.isnan(right)) or left == pytest.approx(right)
 
 
@@ -243,7 +254,7 @@ def renumber_comparisons(frame: pd.DataFrame, companion_ids) -> pd.DataFrame:
     return out
 
 
-def heldout_figures(result: cal.CVResult, companion_ids=None) -> dict:
+def heldout_figures(result: CVResult, companion_ids=None) -> dict:
     metrics = {
         name: {k: v for k, v in values.items() if k != "reliability"}
         for name, values in result.metrics.items()
@@ -262,8 +273,8 @@ def test_heldout_judge_metrics_do_not_depend_on_companion_ids(companion_ids):
     frame, _ = simulators.simulate_comparisons(
         n_comparisons=240, n_companions=4, strength_by_id=True, seed=5
     )
-    before = cal.cross_validate(frame, FEATURES, folds=4)
-    after = cal.cross_validate(renumber_comparisons(frame, companion_ids), FEATURES, folds=4)
+    before = cross_validate(frame, FEATURES, folds=4)
+    after = cross_validate(renumber_comparisons(frame, companion_ids), FEATURES, folds=4)
     left, right = heldout_figures(before), heldout_figures(after, companion_ids)
     for judge, values in left["metrics"].items():
         for key, value in values.items():
@@ -283,10 +294,10 @@ def test_a_good_judge_keeps_its_kappa_when_id_order_follows_strength():
         n_comparisons=600, n_companions=4, strength_by_id=True, quality_spread=3.0, seed=3
     )
     assert (frame["majority"] == -1).mean() > 0.9
-    result = cal.cross_validate(frame, ["metric_2"], folds=5)
+    result = cross_validate(frame, ["metric_2"], folds=5)
     calibrated = result.metrics["calibrated"]
     assert calibrated["accuracy_without_ties"] > 0.9
-    calls = cal.three_way_per_row(result.predictions["calibrated"], result.tie_band["calibrated"])
-    fixed = ag.cohen_kappa(calls.astype(float), frame["majority"].to_numpy(dtype=float))
+    calls = three_way(result.predictions["calibrated"], result.tie_band["calibrated"])
+    fixed = cohen_kappa(calls.astype(float), frame["majority"].to_numpy(dtype=float))
     assert fixed < 0.2, fixed  # what a fixed orientation reports
     assert calibrated["kappa"] > 0.7, calibrated["kappa"]

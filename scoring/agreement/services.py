@@ -10,7 +10,11 @@ from django.db.models import Count, Max, Q
 
 from annotation import exclusions
 from annotation.models import Campaign, Judgment
-from h2htalk.stats import agreement as stats
+from h2htalk.stats.agreement.aggregation import aggregate_labels
+from h2htalk.stats.agreement.annotators import annotator_report
+from h2htalk.stats.agreement.coefficients import pairwise_agreement
+from h2htalk.stats.agreement.labels import expand_ratings, rating_dimension_labels, rating_matrix
+from h2htalk.stats.agreement.reliability import label_agreement
 from scoring.models import AgreementReport
 
 MIN_UNITS_FOR_ALPHA = 5
@@ -82,7 +86,7 @@ def judgments_frame(campaign: Campaign) -> pd.DataFrame:
     frame["client_time_ms"] = frame["client_time_ms"].astype(float)
     # Keyed A = the lower companion id as stored; the statistics mirror every comparison
     # (h2htalk.stats.agreement, "Orientation"), so no re-orientation is needed here.
-    return stats.expand_ratings(frame)
+    return expand_ratings(frame)
 
 
 def _clean(value):
@@ -106,9 +110,9 @@ def _alpha_rows(frame: pd.DataFrame, group: str | None, n_boot: int, seed: int) 
         if part["comparison"].nunique() < MIN_UNITS_FOR_ALPHA:
             continue
         labels = ["preference5", "winner3"] + (
-            stats.rating_dimension_labels(part) if group is None else []
+            rating_dimension_labels(part) if group is None else []
         )
-        table = stats.label_agreement(part, labels=labels, n_boot=n_boot, seed=seed)
+        table = label_agreement(part, labels=labels, n_boot=n_boot, seed=seed)
         for label, row in table.iterrows():
             rows.append({"group": str(name), "label": label, **row.to_dict()})
     return rows
@@ -162,7 +166,7 @@ def compute_report(campaign: Campaign, n_boot: int = 1000, seed: int = 0, progre
 
 
 def _annotators(frame: pd.DataFrame, excluded=frozenset()) -> list[dict]:
-    table = stats.annotator_report(frame)
+    table = annotator_report(frame)
     return [
         {"annotator": name, **row.to_dict(), "excluded": name in excluded}
         for name, row in table.iterrows()
@@ -172,8 +176,8 @@ def _annotators(frame: pd.DataFrame, excluded=frozenset()) -> list[dict]:
 def _heatmap(frame: pd.DataFrame) -> dict:
     if frame.empty:  # every annotator excluded
         return {"annotators": [], "share": [], "shared": []}
-    matrix = stats.rating_matrix(frame[~frame["is_gold"]], "winner3")
-    share, shared = stats.pairwise_agreement(matrix)
+    matrix = rating_matrix(frame[~frame["is_gold"]], "winner3")
+    share, shared = pairwise_agreement(matrix)
     return {
         "annotators": [str(name) for name in matrix.index],
         "share": share.to_numpy().tolist(),
@@ -185,7 +189,7 @@ def _aggregation(frame: pd.DataFrame) -> dict | None:
     regular = frame[~frame["is_gold"]]
     if regular["comparison"].nunique() < MIN_UNITS_FOR_ALPHA:
         return None
-    result = stats.aggregate_labels(regular)
+    result = aggregate_labels(regular)
     return {
         "units": len(result.labels),
         "disagreement": result.disagreement,

@@ -7,6 +7,7 @@ from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
+from rest_framework.exceptions import APIException
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -15,14 +16,33 @@ from h2htalk.params import parse_int
 from h2htalk.roles import IsResearcher
 from h2htalk.serializers import ErrorSerializer
 from scenarios.models import Response as CompanionResponse
-from scoring.calibration import routing
-from scoring.calibration import services as calibration
+from scoring.calibration import fitting, routing
+from scoring.calibration.access import judge_or_404, visible_judges
+from scoring.calibration.document import NAME_LENGTH, DocumentError
 from scoring.calibration.forms import MAX_DOCUMENT_BYTES
+from scoring.calibration.heldout import DEFAULT_FOLDS, FOLD_CHOICES
+from scoring.calibration.prediction import score_pairs
+from scoring.calibration.report import heldout_judges, worse_than_composite
+from scoring.calibration.versions import import_document
 from scoring.metrics import features as feature_data
 from scoring.metrics import jobs as metric_jobs
 from scoring.models import JudgeConfig
 
 MAX_PAIRS = 1000
+
+
+class BadRequest(APIException):
+    """A 400 answer {"detail": ...} from anywhere in a request's handling."""
+
+    status_code = status.HTTP_400_BAD_REQUEST
+
+
+def _found(queryset, pk, what: str):
+    """The row `pk` of `queryset` (what the user may use); BadRequest "no such `what`" else."""
+    row = queryset.filter(pk=pk).first()
+    if row is None:
+        raise BadRequest(f"no such {what}")
+    return row
 
 
 class HeldoutSummarySerializer(serializers.Serializer):
@@ -53,8 +73,7 @@ class CalibratedJudgeSerializer(serializers.Serializer):
         return (judge.document.get("heldout") or {}).get("verdict", "")
 
     def get_worse_than_composite(self, judge) -> bool:
-        comparison = (judge.document.get("heldout") or {}).get("comparison") or {}
-        return bool(comparison.get("composite", {}).get("worse"))
+        return worse_than_composite(judge.document)
 
     @extend_schema(responses=HeldoutSummarySerializer)
     def get_heldout(self, judge) -> dict:
@@ -62,7 +81,7 @@ class CalibratedJudgeSerializer(serializers.Serializer):
         keys = HeldoutSummarySerializer().fields
         return {
             name: ({k: metrics.get(k) for k in keys} if metrics else None)
-            for name, metrics in ((judge.document.get("heldout") or {}).get("judges") or {}).items()
+            for name, metrics in heldout_judges(judge.document).items()
         }
 
 
@@ -76,8 +95,13 @@ class FitRequestSerializer(serializers.Serializer):
         required=False,
         help_text="Default: every metric except the embedding, log_length, the judge's features.",
     )
-    name = serializers.CharField(required=False, allow_blank=True, max_length=120)
-    folds = serializers.IntegerField(required=False, min_value=2, max_value=10, default=5)
+    name = serializers.CharField(required=False, allow_blank=True, max_length=NAME_LENGTH)
+    folds = serializers.IntegerField(
+        required=False,
+        min_value=FOLD_CHOICES[0],
+        max_value=FOLD_CHOICES[1],
+        default=DEFAULT_FOLDS,
+    )
     seed = serializers.IntegerField(required=False, min_value=0, default=0)
 
 
@@ -88,7 +112,7 @@ class JobAnswerSerializer(serializers.Serializer):
 
 
 def _visible(request):
-    return calibration.visible_judges(request.user).select_related("campaign")
+    return visible_judges(request.user).select_related("campaign")
 
 
 class CalibratedJudgeList(APIView):
@@ -113,20 +137,14 @@ class CalibratedJudgeList(APIView):
         given = FitRequestSerializer(data=request.data)
         given.is_valid(raise_exception=True)
         data = given.validated_data
-        campaign = managed_campaigns(request.user).filter(pk=data["campaign"]).first()
-        if campaign is None:
-            return Response({"detail": "no such campaign"}, status=status.HTTP_400_BAD_REQUEST)
-        judge = None
-        if data.get("judge"):
-            judge = JudgeConfig.objects.filter(pk=data["judge"]).first()
-            if judge is None:
-                return Response({"detail": "no such judge"}, status=status.HTTP_400_BAD_REQUEST)
+        campaign = _found(managed_campaigns(request.user), data["campaign"], "campaign")
+        judge = _found(JudgeConfig.objects, data["judge"], "judge") if data.get("judge") else None
         try:
             chosen = feature_data.check_features(
                 data.get("features") or feature_data.default_features(judge), judge
             )
         except feature_data.FeatureError as error:
-            return Response({"detail": str(error)}, status=status.HTTP_400_BAD_REQUEST)
+            raise BadRequest(str(error)) from error
         arguments = {
             "judge": judge,
             "features": chosen,
@@ -134,16 +152,16 @@ class CalibratedJudgeList(APIView):
             "folds": data["folds"],
             "seed": data["seed"],
         }
-        if calibration.needs_job(campaign):
-            job = calibration.queue_fit(request.user, campaign, **arguments)
+        if fitting.needs_job(campaign):
+            job = fitting.queue_fit(request.user, campaign, **arguments)
             return Response(
                 {"job": job.pk, "state": job.state, "detail": "fitting in the background"},
                 status=status.HTTP_202_ACCEPTED,
             )
         try:
-            calibrated = calibration.fit(campaign, user=request.user, **arguments)
+            calibrated = fitting.fit(campaign, user=request.user, **arguments)
         except feature_data.FeatureError as error:
-            return Response({"detail": str(error)}, status=status.HTTP_400_BAD_REQUEST)
+            raise BadRequest(str(error)) from error
         return Response(CalibratedJudgeSerializer(calibrated).data, status=status.HTTP_201_CREATED)
 
 
@@ -154,7 +172,7 @@ class CalibratedJudgeDocument(APIView):
 
     @extend_schema(responses=OpenApiTypes.OBJECT)
     def get(self, request, pk: int):
-        return Response(calibration.judge_or_404(request.user, pk).document)
+        return Response(judge_or_404(request.user, pk).document)
 
 
 class ScoredPairSerializer(serializers.Serializer):
@@ -188,34 +206,35 @@ class CalibratedJudgeScore(APIView):
         responses={200: ScoreAnswerSerializer, 400: ErrorSerializer},
     )
     def get(self, request, pk: int):
-        judge = calibration.judge_or_404(request.user, pk)
-        pairs = []
-        for value in request.query_params.getlist("pair"):
-            parts = value.split(",")
-            ids = [parse_int(part.strip()) for part in parts]
-            if len(ids) != 2 or None in ids:
-                return Response(
-                    {"detail": f"pair must be '<id>,<id>', not {value!r}"},
-                    status=status.HTTP_400_BAD_REQUEST,
-                )
-            pairs.append((ids[0], ids[1]))
-        if len(pairs) > MAX_PAIRS:
-            return Response(
-                {"detail": f"at most {MAX_PAIRS} pairs"}, status=status.HTTP_400_BAD_REQUEST
-            )
+        judge = judge_or_404(request.user, pk)
+        pairs = _pairs(request.query_params.getlist("pair"))
         scored = []
         if pairs:
             ids = {r for pair in pairs for r in pair}
             metric_jobs.compute(CompanionResponse.objects.filter(pk__in=ids))
             try:
-                p, _ = calibration.score_pairs(judge.document, pairs)
-            except calibration.DocumentError as error:
-                return Response({"detail": str(error)}, status=status.HTTP_400_BAD_REQUEST)
+                p, _ = score_pairs(judge.document, pairs)
+            except DocumentError as error:
+                raise BadRequest(str(error)) from error
             scored = [
                 {"a": a, "b": b, "p": None if value != value else float(value)}
                 for (a, b), value in zip(pairs, p, strict=True)
             ]
         return Response({"judge": f"{judge.name} v{judge.version}", "pairs": scored})
+
+
+def _pairs(values: list[str]) -> list[tuple[int, int]]:
+    """The response id pairs of the ``pair`` parameters (BadRequest on a malformed one or
+    more than MAX_PAIRS)."""
+    pairs = []
+    for value in values:
+        ids = [parse_int(part.strip()) for part in value.split(",")]
+        if len(ids) != 2 or None in ids:
+            raise BadRequest(f"pair must be '<id>,<id>', not {value!r}")
+        pairs.append((ids[0], ids[1]))
+    if len(pairs) > MAX_PAIRS:
+        raise BadRequest(f"at most {MAX_PAIRS} pairs")
+    return pairs
 
 
 class ImportRequestSerializer(serializers.Serializer):
@@ -225,7 +244,7 @@ class ImportRequestSerializer(serializers.Serializer):
     name = serializers.CharField(
         required=False,
         allow_blank=True,
-        max_length=120,
+        max_length=NAME_LENGTH,
         help_text="Empty: keep name and version; else the next version of this name.",
     )
 
@@ -256,25 +275,33 @@ class CalibratedJudgeImport(APIView):
             return Response({"detail": detail}, status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
         given = ImportRequestSerializer(data=request.data)
         given.is_valid(raise_exception=True)
-        document = given.validated_data["document"]
-        if isinstance(document, str):
-            try:
-                document = json.loads(document)
-            except json.JSONDecodeError as error:
-                return Response({"detail": f"not JSON: {error}"}, status=400)
-            except (ValueError, RecursionError):  # a huge integer, or nested too deeply
-                detail = "not JSON this platform can read: nested too deeply or a huge number"
-                return Response({"detail": detail}, status=400)
         try:
-            judge, created = calibration.import_document(
-                document, name=given.validated_data.get("name") or None, user=request.user
+            judge, created = import_document(
+                _parsed(given.validated_data["document"]),
+                name=given.validated_data.get("name") or None,
+                user=request.user,
             )
-        except calibration.DocumentError as error:
-            return Response({"detail": str(error)}, status=status.HTTP_400_BAD_REQUEST)
+        except DocumentError as error:
+            raise BadRequest(str(error)) from error
         return Response(
             CalibratedJudgeSerializer(judge).data,
             status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
         )
+
+
+def _parsed(document):
+    """The document as given: an object, or a string holding its JSON (BadRequest when that
+    is not JSON this platform can read)."""
+    if not isinstance(document, str):
+        return document
+    try:
+        return json.loads(document)
+    except json.JSONDecodeError as error:
+        raise BadRequest(f"not JSON: {error}") from error
+    except (ValueError, RecursionError) as error:  # a huge integer, or nested too deeply
+        raise BadRequest(
+            "not JSON this platform can read: nested too deeply or a huge number"
+        ) from error
 
 
 class RouteRequestSerializer(serializers.Serializer):
@@ -283,7 +310,9 @@ class RouteRequestSerializer(serializers.Serializer):
     judge = serializers.IntegerField(
         required=False, allow_null=True, help_text="Calibrated judge id (mode uncertain)."
     )
-    count = serializers.IntegerField(required=False, min_value=1, max_value=50_000, default=100)
+    count = serializers.IntegerField(
+        required=False, min_value=1, max_value=routing.MAX_COUNT, default=routing.DEFAULT_COUNT
+    )
     threshold = serializers.FloatField(
         required=False, allow_null=True, min_value=0, max_value=1, help_text="Mode composite."
     )
@@ -314,16 +343,10 @@ class RouteComparisons(APIView):
         given = RouteRequestSerializer(data=request.data)
         given.is_valid(raise_exception=True)
         data = given.validated_data
-        source = managed_campaigns(request.user).filter(pk=data["source_campaign"]).first()
-        if source is None:
-            return Response({"detail": "no such campaign"}, status=status.HTTP_400_BAD_REQUEST)
+        source = _found(managed_campaigns(request.user), data["source_campaign"], "campaign")
         judge = None
         if data.get("judge"):
-            judge = calibration.visible_judges(request.user).filter(pk=data["judge"]).first()
-            if judge is None:
-                return Response(
-                    {"detail": "no such calibrated judge"}, status=status.HTTP_400_BAD_REQUEST
-                )
+            judge = _found(visible_judges(request.user), data["judge"], "calibrated judge")
         try:
             campaign, routed = routing.route(
                 source,
@@ -336,7 +359,7 @@ class RouteComparisons(APIView):
                 exclude_judged=data["exclude_judged"],
             )
         except routing.RoutingError as error:
-            return Response({"detail": str(error)}, status=status.HTTP_400_BAD_REQUEST)
+            raise BadRequest(str(error)) from error
         return Response(
             {
                 "campaign": campaign.pk,

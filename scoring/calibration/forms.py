@@ -8,7 +8,9 @@ from django.conf import settings
 from annotation.access import managed_campaigns
 from annotation.models import Campaign
 from scoring.calibration import routing
-from scoring.calibration import services as calibration
+from scoring.calibration.access import visible_judges
+from scoring.calibration.document import NAME_LENGTH, DocumentError, validate_document
+from scoring.calibration.heldout import DEFAULT_FOLDS, FOLD_CHOICES
 from scoring.metrics import features as feature_data
 from scoring.models import JudgeConfig
 
@@ -44,15 +46,15 @@ class CalibrationForm(forms.Form):
         "judge's features.",
     )
     name = forms.CharField(
-        max_length=120,
+        max_length=NAME_LENGTH,
         required=False,
         help_text="Versions are numbered per name; empty: “campaign · judge”.",
     )
     folds = forms.IntegerField(
         label="Folds (k)",
-        min_value=2,
-        max_value=10,
-        initial=calibration.DEFAULT_FOLDS,
+        min_value=FOLD_CHOICES[0],
+        max_value=FOLD_CHOICES[1],
+        initial=DEFAULT_FOLDS,
         help_text="k-fold GroupKFold by scenario, for held-out numbers and for choosing C.",
     )
     seed = forms.IntegerField(min_value=0, max_value=2**31 - 1, initial=0)
@@ -102,8 +104,8 @@ class RoutingForm(forms.Form):
     count = forms.IntegerField(
         label="At most",
         min_value=1,
-        max_value=50_000,
-        initial=100,
+        max_value=routing.MAX_COUNT,
+        initial=routing.DEFAULT_COUNT,
         help_text="Comparisons to send.",
     )
     threshold = forms.FloatField(
@@ -121,9 +123,7 @@ class RoutingForm(forms.Form):
     def __init__(self, *args, user=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["source"].queryset = managed_campaigns(user).order_by("name")
-        self.fields["judge"].queryset = calibration.visible_judges(user).order_by(
-            "name", "-version"
-        )
+        self.fields["judge"].queryset = visible_judges(user).order_by("name", "-version")
 
     def clean_name(self):
         name = self.cleaned_data["name"].strip()
@@ -144,7 +144,7 @@ class RoutingForm(forms.Form):
 class ImportForm(forms.Form):
     document = forms.FileField(label="Calibrated judge (JSON)")
     name = forms.CharField(
-        max_length=120,
+        max_length=NAME_LENGTH,
         required=False,
         help_text="Empty: keep the document's name and version. Otherwise it becomes the next "
         "version of this name.",
@@ -167,8 +167,8 @@ class ImportForm(forms.Form):
                 "or a number with too many digits."
             ) from error
         try:
-            return calibration.validate_document(document)
-        except calibration.DocumentError as error:
+            return validate_document(document)
+        except DocumentError as error:
             raise forms.ValidationError(str(error)) from error
 
 

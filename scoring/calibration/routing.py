@@ -2,7 +2,7 @@
 source campaign where the calibrated judge is least confident, or where the paper's composite
 is low (the H2HTalk protocol sends low automatic scores to human evaluation).
 
-- "uncertain": every candidate is scored with the calibrated judge (calibration.score_pairs,
+- "uncertain": every candidate is scored with the calibrated judge (prediction.score_pairs,
   the same arithmetic as the exported document); the `count` with the smallest |p − ½| go,
   ties broken by comparison id. Candidates the judge cannot score (no verdict of its LLM
   judge) are skipped and counted.
@@ -27,7 +27,9 @@ from django.db.models import Exists, OuterRef, Q
 
 from annotation.models import Campaign, Comparison, Judgment
 from scenarios.models import Response
-from scoring.calibration import services as calibration
+from scoring.calibration.access import visible_judges
+from scoring.calibration.document import DocumentError
+from scoring.calibration.prediction import score_pairs
 from scoring.metrics import features as feature_data
 from scoring.metrics import jobs as metric_jobs
 from scoring.models import CalibratedJudge
@@ -38,6 +40,8 @@ MODES = [
     (COMPOSITE, "Low H2HTalk composite (below a threshold)"),
 ]
 INLINE_METRICS = 2_000
+DEFAULT_COUNT = 100  # comparisons routed when no number is given
+MAX_COUNT = 50_000
 
 
 class RoutingError(ValueError):
@@ -81,10 +85,11 @@ def plan(
     mode: str,
     *,
     judge: CalibratedJudge | None = None,
-    count: int = 100,
+    count: int = DEFAULT_COUNT,
     threshold: float | None = None,
     exclude_judged: bool = True,
 ) -> Plan:
+    """Which candidates of `source` go to humans under `mode`, in routing order, and why."""
     rows = candidates(source, exclude_judged)
     listed = list(rows.values_list("pk", "response_a_id", "response_b_id"))
     if not listed:
@@ -96,42 +101,9 @@ def plan(
     ids = np.array([pk for pk, _, _ in listed])
     pairs = [(a, b) for _, a, b in listed]
     if mode == UNCERTAIN:
-        if judge is None:
-            raise RoutingError("choose the calibrated judge whose confidence decides")
-        try:
-            p, _ = calibration.score_pairs(judge.document, pairs)
-        except calibration.DocumentError as error:
-            raise RoutingError(str(error)) from error
-        scored = ~np.isnan(p)
-        order = np.lexsort((ids[scored], np.abs(p[scored] - 0.5)))[:count]
-        chosen, values = ids[scored][order], p[scored][order]
-        reason = (
-            f"Routed from campaign “{source.name}”: the {len(chosen)} comparisons (of "
-            f"{int(scored.sum())} scored) where the calibrated judge {judge.name} "
-            f"v{judge.version} is least confident"
-        )
-        if len(chosen):
-            reason += (
-                f" (|p − ½| ≤ {np.abs(values - 0.5).max():.3f}; p from {values.min():.3f} "
-                f"to {values.max():.3f}, p = its probability that humans prefer response A)"
-            )
-        skipped = int((~scored).sum())
+        chosen, values, skipped, reason = _least_confident(source, judge, ids, pairs, count)
     elif mode == COMPOSITE:
-        if threshold is None:
-            raise RoutingError("give the composite threshold")
-        sides = feature_data.side_features(pairs, None)
-        low = np.fmin(sides.composite_a, sides.composite_b)
-        scored = ~np.isnan(low)
-        below = scored & (low < threshold)
-        order = np.lexsort((ids[below], low[below]))[:count]
-        chosen, values = ids[below][order], low[below][order]
-        reason = (
-            f"Routed from campaign “{source.name}”: the {len(chosen)} comparisons (of "
-            f"{int(scored.sum())} scored) where the lower H2HTalk composite of the two "
-            f"responses is below {threshold:g} — the paper's protocol sends low automatic "
-            f"scores to human evaluation. {sides.composite_note}"
-        )
-        skipped = int((~scored).sum())
+        chosen, values, skipped, reason = _low_composite(source, threshold, ids, pairs, count)
     else:
         raise RoutingError(f"unknown routing mode {mode!r}")
     if skipped:
@@ -143,6 +115,63 @@ def plan(
         skipped=skipped,
         reason=reason,
     )
+
+
+def _least_confident(source: Campaign, judge, ids: np.ndarray, pairs, count: int):
+    """(chosen ids, their p, unscored candidates, reason) of the "uncertain" mode: the `count`
+    with the smallest |p − ½|, ties broken by comparison id."""
+    if judge is None:
+        raise RoutingError("choose the calibrated judge whose confidence decides")
+    try:
+        p, _ = score_pairs(judge.document, pairs)
+    except DocumentError as error:
+        raise RoutingError(str(error)) from error
+    scored = ~np.isnan(p)
+    order = np.lexsort((ids[scored], np.abs(p[scored] - 0.5)))[:count]
+    chosen, values = ids[scored][order], p[scored][order]
+    reason = (
+        f"Routed from campaign “{source.name}”: the {len(chosen)} comparisons (of "
+        f"{int(scored.sum())} scored) where the calibrated judge {judge.name} "
+        f"v{judge.version} is least confident"
+    )
+    if len(chosen):
+        reason += (
+            f" (|p − ½| ≤ {np.abs(values - 0.5).max():.3f}; p from {values.min():.3f} "
+            f"to {values.max():.3f}, p = its probability that humans prefer response A)"
+        )
+    return chosen, values, int((~scored).sum()), reason
+
+
+def _low_composite(source: Campaign, threshold, ids: np.ndarray, pairs, count: int):
+    """(chosen ids, their lower composite, unscored candidates, reason) of the "composite"
+    mode: the lower composite of the two responses below `threshold`, lowest first."""
+    if threshold is None:
+        raise RoutingError("give the composite threshold")
+    sides = feature_data.side_features(pairs, None)
+    low = np.fmin(sides.composite_a, sides.composite_b)
+    scored = ~np.isnan(low)
+    below = scored & (low < threshold)
+    order = np.lexsort((ids[below], low[below]))[:count]
+    chosen, values = ids[below][order], low[below][order]
+    reason = (
+        f"Routed from campaign “{source.name}”: the {len(chosen)} comparisons (of "
+        f"{int(scored.sum())} scored) where the lower H2HTalk composite of the two "
+        f"responses is below {threshold:g} — the paper's protocol sends low automatic "
+        f"scores to human evaluation. {sides.composite_note}"
+    )
+    return chosen, values, int((~scored).sum()), reason
+
+
+def initial_choices(user, judge_id: int | None) -> dict:
+    """The routing form's starting values: "uncertain" mode, and with a judge given (the
+    report's "route" link) that judge and the campaign it was fitted on."""
+    initial = {"mode": UNCERTAIN}
+    if judge_id is not None:
+        initial["judge"] = judge_id
+        judge = visible_judges(user).filter(pk=judge_id).first()
+        if judge and judge.campaign_id:
+            initial["source"] = judge.campaign_id
+    return initial
 
 
 def create_campaign(source: Campaign, routed: Plan, name: str, owner) -> Campaign:
@@ -203,7 +232,7 @@ def route(
     owner,
     *,
     judge: CalibratedJudge | None = None,
-    count: int = 100,
+    count: int = DEFAULT_COUNT,
     threshold: float | None = None,
     exclude_judged: bool = True,
 ) -> tuple[Campaign, Plan]:

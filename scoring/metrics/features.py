@@ -15,7 +15,7 @@ Features of one response (f), all per response except the pairwise judge's:
   f(A) − f(B) = 2·share(A) − 1. It depends on the pair, which is why features are computed for
   the two sides of a pair (`side_features`).
 
-A difference f(A) − f(B) with the feature missing on either side is 0 (stats.calibration).
+A difference f(A) − f(B) with the feature missing on either side is 0 (h2htalk.stats.calibration).
 The paper's composite of each side is recomputed from the metric columns present for every
 response of the table (scoring.metrics.composite.composite_columns), so one renormalisation holds for
 all rows.
@@ -31,7 +31,7 @@ from scipy.special import expit
 
 from annotation import exclusions
 from annotation.models import RATING_DIMENSIONS, Campaign, Comparison, Judgment
-from h2htalk.stats import calibration as stats
+from h2htalk.stats.calibration.data import votes_frame
 from scoring.frames import chunks, finite_number
 from scoring.metrics import composite as paper
 from scoring.models import JudgeConfig, JudgeVerdict, MetricScore
@@ -329,7 +329,7 @@ def comparison_table(campaign: Campaign, judge: JudgeConfig | None = None, featu
             "response_b",
         ],
     )
-    votes = stats.votes_frame(judgments)
+    votes = votes_frame(judgments)
     frame = comparisons.merge(votes, left_on="comparison", right_index=True, how="inner")
     frame = frame.reset_index(drop=True)
     sides = side_features(zip(frame["response_a"], frame["response_b"], strict=True), judge)

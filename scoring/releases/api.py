@@ -125,12 +125,12 @@ class ReleaseCreateSerializer(serializers.Serializer):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        from scoring.calibration import services as calibration
+        from scoring.calibration.access import visible_judges
 
         request = self.context.get("request")
         if request is not None:  # (the schema generator builds it without a request)
             self.fields["campaign"].queryset = managed_campaigns(request.user)
-            self.fields["judge"].queryset = calibration.visible_judges(request.user)
+            self.fields["judge"].queryset = visible_judges(request.user)
 
     def validate_name(self, value):
         value = value.strip()

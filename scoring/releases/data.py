@@ -94,7 +94,8 @@ def population_pairs(inputs: dict) -> pd.DataFrame:
 def _score_pairs(document, response_a, response_b, progress=None) -> np.ndarray:
     """The calibrated judge's P(A over B) per pair (NaN where a feature source is missing), by
     scoring.calibration.services.score_pairs in chunks."""
-    from scoring.calibration import services as calibration
+    from scoring.calibration.document import DocumentError
+    from scoring.calibration.prediction import score_pairs
 
     response_a, response_b = np.asarray(response_a), np.asarray(response_b)
     out = np.full(len(response_a), np.nan)
@@ -104,8 +105,8 @@ def _score_pairs(document, response_a, response_b, progress=None) -> np.ndarray:
             zip(response_a[start:stop].tolist(), response_b[start:stop].tolist(), strict=True)
         )
         try:
-            p, _ = calibration.score_pairs(document, pairs)
-        except calibration.DocumentError as error:
+            p, _ = score_pairs(document, pairs)
+        except DocumentError as error:
             raise ReleaseError(str(error)) from error
         out[start:stop] = p
         if progress:

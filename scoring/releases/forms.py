@@ -40,11 +40,11 @@ class ReleaseForm(forms.Form):
 
     def __init__(self, *args, user=None, **kwargs):
         super().__init__(*args, **kwargs)
-        from scoring.calibration import services as calibration
+        from scoring.calibration.access import visible_judges
 
         self.fields["campaign"].queryset = managed_campaigns(user).order_by("name")
         self.fields["judge"].queryset = (
-            calibration.visible_judges(user).order_by("name", "-version")
+            visible_judges(user).order_by("name", "-version")
             if user is not None
             else CalibratedJudge.objects.none()
         )

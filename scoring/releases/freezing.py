@@ -114,11 +114,12 @@ def metrics_digest(response_ids) -> str:
 
 
 def _judge_config(document):
-    from scoring.calibration import services as calibration
+    from scoring.calibration.document import DocumentError
+    from scoring.calibration.prediction import judge_config_of
 
     try:
-        return calibration.judge_config_of(document)
-    except calibration.DocumentError as error:
+        return judge_config_of(document)
+    except DocumentError as error:
         raise ReleaseError(str(error)) from error
 
 

@@ -35,7 +35,8 @@ from scenarios.companions import imports as response_import
 from scenarios.models import CompanionModel, GenerationRun, Persona, Revision, Scenario, Tag
 from scenarios.models import Response as ResponseModel
 from scenarios.taxonomy import dimension_of
-from scoring.calibration import services as calibration
+from scoring.calibration.document import SCHEMA, DocumentError
+from scoring.calibration.versions import import_document
 from scoring.judges import imports as judge_import
 from scoring.judges import rubric as judge
 from scoring.metrics import features as feature_data
@@ -860,7 +861,7 @@ def test_verdict_hostile_value_is_a_line_error(judged, key, fragment, field):
 # ================================================================ calibrated-judge documents
 
 BASE_DOCUMENT = {
-    "schema": calibration.SCHEMA,
+    "schema": SCHEMA,
     "name": "fuzz calibrated judge",
     "version": 1,
     "features": ["rouge1", "log_length"],
@@ -885,7 +886,7 @@ def valid_documents(draw) -> dict:
     names = draw(st.lists(st.sampled_from(METRICS_ONLY), min_size=1, max_size=4, unique=True))
     n = len(names)
     document = {
-        "schema": calibration.SCHEMA,
+        "schema": SCHEMA,
         "name": draw(NONBLANK_TEXT.filter(lambda s: len(s) <= 120)),
         "version": draw(st.integers(1, 10_000)),
         "features": names,
@@ -961,8 +962,8 @@ def test_import_document_of_arbitrary_json(researcher, value):
     with rolled_back():
         before = CalibratedJudge.objects.count()
         try:
-            calibration.import_document(value, user=researcher)
-        except calibration.DocumentError as error:
+            import_document(value, user=researcher)
+        except DocumentError as error:
             assert str(error).strip()
             assert CalibratedJudge.objects.count() == before
 

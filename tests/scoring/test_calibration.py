@@ -9,9 +9,10 @@ from django.utils.html import escape
 
 from annotation.models import Judgment
 from h2htalk.models import Job
-from h2htalk.stats import calibration as stats
+from h2htalk.stats.calibration.cross_validation import verdict_sentence
+from h2htalk.stats.calibration.data import fingerprint
 from scoring import charts
-from scoring.calibration import services as calibration
+from scoring.calibration import fitting
 from scoring.metrics import features
 from scoring.models import CalibratedJudge, JudgeConfig, JudgeVerdict
 from tests.annotation import factories as campaign_factories
@@ -62,7 +63,7 @@ def test_fit_from_the_page_and_the_report(researcher_client, researcher, raters)
     training = document["training"]
     assert training["comparisons"] == 180 and training["judgments"] == 540
     triples = Judgment.objects.values_list("comparison_id", "annotator_id", "preference")
-    assert training["fingerprint"] == stats.fingerprint(triples)
+    assert training["fingerprint"] == fingerprint(triples)
     judges = document["heldout"]["judges"]
     assert set(judges) == {"raw", "composite", "calibrated"} and all(judges.values())
     # The raw judge rewards length that humans dislike: the calibrated judge fixes that.
@@ -142,7 +143,7 @@ def test_worse_than_composite_sentence_on_the_page(researcher_client, researcher
     judge = support.stored_judge(None, researcher)
     document = judge.document
     document["heldout"]["comparison"]["composite"]["worse"] = True
-    document["heldout"]["verdict"] = stats.verdict_sentence(
+    document["heldout"]["verdict"] = verdict_sentence(
         document["heldout"]["judges"], document["heldout"]["comparison"]
     )
     judge.save(update_fields=["document"])
@@ -157,10 +158,10 @@ def test_fit_as_a_background_job(
     researcher_client, researcher, raters, monkeypatch, django_capture_on_commit_callbacks
 ):
     campaign, judge = support.rated_campaign(researcher, raters, n_scenarios=12, seed=5)
-    monkeypatch.setattr(calibration, "INLINE_COMPARISONS", 10)
+    monkeypatch.setattr(fitting, "INLINE_COMPARISONS", 10)
     with django_capture_on_commit_callbacks(execute=True):
         response = fit_by_page(researcher_client, campaign, judge)
-    job = Job.objects.get(kind=calibration.KIND)
+    job = Job.objects.get(kind=fitting.KIND)
     assert response["Location"] == f"{reverse('calibration:list')}#job-{job.pk}"
     assert job.state == Job.State.SUCCEEDED, job.message
     stored = CalibratedJudge.objects.get(pk=job.result["calibrated_judge"])
@@ -172,7 +173,7 @@ def test_fit_as_a_background_job(
 def test_a_failing_job_says_why(researcher, raters, django_capture_on_commit_callbacks):
     campaign, _ = support.rated_campaign(researcher, raters, n_scenarios=3, seed=6, votes=1)
     with django_capture_on_commit_callbacks(execute=True):
-        job = calibration.queue_fit(researcher, campaign)
+        job = fitting.queue_fit(researcher, campaign)
     job.refresh_from_db()
     assert job.state == Job.State.FAILED and "too few" in job.message
 
@@ -234,7 +235,7 @@ def test_other_researchers_do_not_see_a_campaigns_judge(
     campaign, _ = support.rated_campaign(
         researcher, raters, n_scenarios=10, seed=9, judge_mode=None
     )
-    mine = calibration.fit(campaign, user=researcher)
+    mine = fitting.fit(campaign, user=researcher)
     other = make_user(django_user_model, "researcher2", "researcher")
     client.force_login(other)
     assert client.get(reverse("calibration:detail", args=[mine.pk])).status_code == 404

@@ -8,7 +8,9 @@ from rest_framework.test import APIClient
 
 from annotation.models import Campaign
 from h2htalk.models import Job
-from scoring.calibration import services as calibration
+from scoring.calibration import fitting
+from scoring.calibration.fitting import fit
+from scoring.calibration.prediction import score_pairs
 from scoring.models import CalibratedJudge
 from tests.annotation import factories as campaign_factories
 from tests.scoring import test_calibration_support as support
@@ -59,7 +61,7 @@ def test_fit_list_document_and_score(api, rated):
     pairs = list(campaign.comparisons.values_list("response_a_id", "response_b_id")[:3])
     query = "&".join(f"pair={a},{b}" for a, b in pairs)
     scored = api.get(reverse("calibration-judge-score", args=[stored.pk]) + "?" + query).json()
-    expected, _ = calibration.score_pairs(stored.document, pairs)
+    expected, _ = score_pairs(stored.document, pairs)
     assert [row["p"] for row in scored["pairs"]] == list(expected)
     assert api.get(reverse("calibration-judge-score", args=[stored.pk])).json()["pairs"] == []
     bad = api.get(reverse("calibration-judge-score", args=[stored.pk]) + "?pair=1;2")
@@ -76,7 +78,7 @@ def test_fit_errors_and_background_job(api, rated, monkeypatch, django_capture_o
         format="json",
     )
     assert refused.status_code == 400 and "cannot be used" in refused.json()["detail"]
-    monkeypatch.setattr(calibration, "INLINE_COMPARISONS", 5)
+    monkeypatch.setattr(fitting, "INLINE_COMPARISONS", 5)
     with django_capture_on_commit_callbacks(execute=True):
         accepted = api.post(url, {"campaign": campaign.pk}, format="json")
     assert accepted.status_code == 202
@@ -101,7 +103,7 @@ def test_import_via_api(api, researcher):
 
 def test_route_via_api(api, rated, researcher):
     campaign, judge = rated
-    stored = calibration.fit(campaign, judge=judge, user=researcher, folds=3)
+    stored = fit(campaign, judge=judge, user=researcher, folds=3)
     response = api.post(
         reverse("calibration-route"),
         {

@@ -10,7 +10,9 @@ from django.urls import reverse
 from scipy.special import expit
 
 from scenarios.models import GenerationRun, Response
-from scoring.calibration import services as calibration
+from scoring.calibration.document import export_json
+from scoring.calibration.fitting import fit
+from scoring.calibration.prediction import score, score_pairs
 from scoring.metrics import features
 from scoring.models import CalibratedJudge
 from tests.annotation import factories as campaign_factories
@@ -27,7 +29,7 @@ def code_version(monkeypatch):
 def fitted(researcher, roles, django_user_model):
     raters = campaign_factories.annotators(django_user_model, 3)
     campaign, judge = support.rated_campaign(researcher, raters, n_scenarios=20, seed=21)
-    return campaign, judge, calibration.fit(campaign, judge=judge, user=researcher, name="rt")
+    return campaign, judge, fit(campaign, judge=judge, user=researcher, name="rt")
 
 
 def new_pairs(campaign, judge, n_scenarios=4):
@@ -75,19 +77,19 @@ def test_export_import_round_trip_scores_new_responses_identically(fitted, tmp_p
 
     pairs = new_pairs(campaign, judge)
     assert len(pairs) == 12
-    p_original, sides = calibration.score_pairs(original.document, pairs)
-    p_copy, _ = calibration.score_pairs(copy.document, pairs)
-    p_file, _ = calibration.score_pairs(exported, pairs)
+    p_original, sides = score_pairs(original.document, pairs)
+    p_copy, _ = score_pairs(copy.document, pairs)
+    p_file, _ = score_pairs(exported, pairs)
     assert not np.isnan(p_original).any()
     assert np.max(np.abs(p_original - p_copy)) <= 1e-12
     assert np.max(np.abs(p_original - p_file)) <= 1e-12
     assert np.max(np.abs(p_original - by_hand(exported, pairs, sides))) <= 1e-12
     # One pair at a time through score() with plain dicts: the same numbers.
     for i, _ in enumerate(pairs):
-        one = calibration.score(copy.document, sides.a.loc[i].to_dict(), sides.b.loc[i].to_dict())
+        one = score(copy.document, sides.a.loc[i].to_dict(), sides.b.loc[i].to_dict())
         assert abs(one - p_original[i]) <= 1e-12
     # Antisymmetric: B over A is 1 − p.
-    flipped, _ = calibration.score_pairs(copy.document, [(b, a) for a, b in pairs])
+    flipped, _ = score_pairs(copy.document, [(b, a) for a, b in pairs])
     assert np.max(np.abs(flipped + p_original - 1)) <= 1e-12
 
 
@@ -96,20 +98,21 @@ def test_the_fitted_model_and_its_document_agree(fitted):
     campaign, judge, stored = fitted
     table = features.comparison_table(campaign, judge, stored.document["features"])
     pairs = list(zip(table.frame["response_a"], table.frame["response_b"], strict=True))
-    from h2htalk.stats import calibration as stats
+    from h2htalk.stats.calibration.data import design_matrix, votes_of
+    from h2htalk.stats.calibration.model import fit_model
 
-    X = stats.design_matrix(table.frame, table.features)
-    model, _ = stats.fit_model(
-        X, stats.votes_of(table.frame), table.frame["scenario"].to_numpy(), table.features
+    X = design_matrix(table.frame, table.features)
+    model, _ = fit_model(
+        X, votes_of(table.frame), table.frame["scenario"].to_numpy(), table.features
     )
-    p, _ = calibration.score_pairs(stored.document, pairs)
+    p, _ = score_pairs(stored.document, pairs)
     assert np.max(np.abs(p - model.predict(X))) <= 1e-12
 
 
 def test_importing_the_same_document_again_changes_nothing(fitted, tmp_path):
     _, _, original = fitted
     path = tmp_path / "judge.json"
-    path.write_text(calibration.export_json(original), encoding="utf-8")
+    path.write_text(export_json(original), encoding="utf-8")
     out = io.StringIO()
     call_command("import_judge_weights", str(path), stdout=out)
     assert "already here with the same document" in out.getvalue()
@@ -122,16 +125,16 @@ def test_importing_the_same_document_again_changes_nothing(fitted, tmp_path):
 
 def test_import_into_an_empty_database_keeps_name_and_version(fitted, tmp_path):
     _, _, original = fitted
-    text = calibration.export_json(original)
+    text = export_json(original)
     pairs = list(Response.objects.order_by("pk").values_list("pk", flat=True)[:2])
-    before, _ = calibration.score_pairs(original.document, [tuple(pairs)])
+    before, _ = score_pairs(original.document, [tuple(pairs)])
     CalibratedJudge.objects.all().delete()
     path = tmp_path / "judge.json"
     path.write_text(text, encoding="utf-8")
     call_command("import_judge_weights", str(path), stdout=io.StringIO())
     loaded = CalibratedJudge.objects.get()
     assert (loaded.name, loaded.version, loaded.campaign) == ("rt", 1, None)
-    after, _ = calibration.score_pairs(loaded.document, [tuple(pairs)])
+    after, _ = score_pairs(loaded.document, [tuple(pairs)])
     assert after[0] == before[0]
 
 
@@ -222,7 +225,7 @@ def test_a_minimal_hand_written_document_imports_scores_and_renders(researcher_c
     path.write_text(json.dumps(document), encoding="utf-8")
     call_command("import_judge_weights", str(path), stdout=io.StringIO())
     stored = CalibratedJudge.objects.get(name="hand made", version=3)
-    p = calibration.score(
+    p = score(
         stored.document, {"rouge1": 0.5, "log_length": 4.0}, {"rouge1": 0.3, "log_length": None}
     )
     assert p == pytest.approx(expit(0.25 + 1.0 * 0.2 / 0.1))

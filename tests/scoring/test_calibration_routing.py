@@ -6,7 +6,8 @@ from django.urls import reverse
 
 from annotation.models import Campaign, Comparison, Judgment
 from scoring.calibration import routing
-from scoring.calibration import services as calibration
+from scoring.calibration.fitting import fit
+from scoring.calibration.prediction import score_pairs
 from scoring.models import MetricScore
 from tests.annotation import factories as campaign_factories
 from tests.scoring import test_calibration_support as support
@@ -24,7 +25,7 @@ def half_rated(researcher, roles, django_user_model):
     campaign, judge = support.rated_campaign(
         researcher, raters, n_scenarios=24, seed=31, judged_share=0.5
     )
-    return campaign, judge, calibration.fit(campaign, judge=judge, user=researcher)
+    return campaign, judge, fit(campaign, judge=judge, user=researcher)
 
 
 def pairs_of(campaign):
@@ -39,7 +40,7 @@ def test_least_confident_comparisons_become_a_draft_campaign(half_rated, researc
         .values_list("pk", "scenario_id", "response_a_id", "response_b_id")
     )
     assert len(unjudged) == 36
-    p, _ = calibration.score_pairs(judge.document, [(a, b) for _, _, a, b in unjudged])
+    p, _ = score_pairs(judge.document, [(a, b) for _, _, a, b in unjudged])
     expected = sorted(zip(np.abs(p - 0.5), unjudged, strict=True))[:10]
     response = researcher_client.post(
         reverse("calibration:route"),

@@ -17,7 +17,8 @@ from scipy.special import expit
 from annotation.models import Campaign, Comparison
 from annotation.pairing import build_comparisons
 from scenarios.models import GenerationRun, Response
-from scoring.calibration import services as calibration
+from scoring.calibration.services import build_document
+from scoring.calibration.versions import store_new_version
 from scoring.metrics import composite as paper
 from scoring.models import CalibratedJudge, JudgeConfig, JudgeRun, JudgeVerdict, MetricScore
 from tests import simulators
@@ -223,7 +224,7 @@ def stored_judge(campaign=None, user=None, name="simulated judge") -> Calibrated
     judge = JudgeConfig.objects.get_or_create(
         name="simulated single judge", defaults={"mode": "single", "rubric": "Grade it."}
     )[0]
-    document = calibration.build_document(
+    document = build_document(
         frame,
         ["rouge1", "rouge2", "log_length"],
         judgments,
@@ -233,7 +234,7 @@ def stored_judge(campaign=None, user=None, name="simulated judge") -> Calibrated
         name=name,
         folds=3,
     )
-    return calibration._store_new_version(document, campaign, user)
+    return store_new_version(document, campaign, user)
 
 
 def all_pairs(responses):

@@ -15,7 +15,7 @@ from annotation import exclusions
 from annotation.models import AnnotatorExclusion, Judgment
 from h2htalk import provenance
 from scoring.agreement import services as agreement
-from scoring.calibration import services as calibration
+from scoring.calibration.fitting import fit
 from scoring.metrics import features
 from scoring.models import Release
 from scoring.releases import formats, freezing, verifying
@@ -303,7 +303,7 @@ def test_calibration_fit_leaves_excluded_judgments_out(researcher, roles, django
     raters = campaign_factories.annotators(django_user_model, 3)
     campaign, _ = support.rated_campaign(researcher, raters, judge_mode=None, seed=2)
     everyone = features.comparison_table(campaign)
-    first = calibration.fit(campaign, user=researcher, name="with everyone")
+    first = fit(campaign, user=researcher, name="with everyone")
     exclusions.exclude(campaign, [raters[0]], "misread the guidelines", by=researcher)
     table = features.comparison_table(campaign)
     n = Judgment.objects.filter(annotator=raters[0]).count()
@@ -311,7 +311,7 @@ def test_calibration_fit_leaves_excluded_judgments_out(researcher, roles, django
     assert raters[0].pk not in set(table.judgments["annotator"])
     assert (table.frame["n_votes"] == 2).all() and (everyone.frame["n_votes"] == 3).all()
     assert table.info["excluded_judgments"] == n and table.info["excluded_annotators"] == 1
-    second = calibration.fit(campaign, user=researcher, name="without the first rater")
+    second = fit(campaign, user=researcher, name="without the first rater")
     trained = second.document["training"]
     assert trained["judgments"] == first.document["training"]["judgments"] - n
     assert trained["fingerprint"] != first.document["training"]["fingerprint"]

@@ -9,9 +9,11 @@ import pytest
 from django.utils import timezone
 
 from annotation.models import Comparison, Judgment
-from h2htalk.stats import agreement as stats
+from h2htalk.stats.agreement.krippendorff_alpha import alpha
+from h2htalk.stats.agreement.labels import rating_matrix
 from scoring.agreement import services as agreement
-from scoring.calibration import services as calibration
+from scoring.calibration.fitting import fit
+from scoring.calibration.heldout import human_agreement
 from scoring.models import CalibratedJudge
 from tests.annotation import factories
 from tests.scoring import test_calibration_support as support
@@ -97,7 +99,7 @@ def test_renumbering_the_companions_changes_no_figure_of_either_report(researche
     assert first["judgments"] == last["judgments"] > 100
     assert comparable(first) == comparable(last)
     humans = [
-        calibration.human_agreement(human_frame(campaign), n_boot=200)
+        human_agreement(human_frame(campaign), n_boot=200)
         for campaign in (strong_first, strong_last)
     ]
     assert humans[0] == humans[1]
@@ -122,7 +124,7 @@ def test_calibration_report_and_agreement_report_give_the_same_alpha(researcher,
     (page, API, command, export) come from the same judgments: the same α, CI, Fleiss' κ and
     percent agreement for the 5-point and the A/tie/B labels."""
     campaign, judge = support.rated_campaign(researcher, raters, n_scenarios=30, seed=4)
-    stored = calibration.fit(campaign, judge=judge, name="same alpha")
+    stored = fit(campaign, judge=judge, name="same alpha")
     assert CalibratedJudge.objects.filter(pk=stored.pk).exists()
     humans = stored.document["human_agreement"]["labels"]
     overall = {row["label"]: row for row in agreement.report_for(campaign).data["overall"]}
@@ -134,6 +136,6 @@ def test_calibration_report_and_agreement_report_give_the_same_alpha(researcher,
             )
     # And both are the mirrored α of the stored (A = lower id) judgments.
     frame = human_frame(campaign)
-    matrix = stats.rating_matrix(frame, "winner3").to_numpy()
-    mirrored = stats.alpha(np.hstack([matrix, -matrix]), "nominal")
+    matrix = rating_matrix(frame, "winner3").to_numpy()
+    mirrored = alpha(np.hstack([matrix, -matrix]), "nominal")
     assert overall["winner3"]["alpha"] == pytest.approx(mirrored)

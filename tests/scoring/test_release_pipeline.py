@@ -22,7 +22,7 @@ from annotation.pairing import build_comparisons
 from h2htalk import provenance
 from h2htalk.models import Job
 from scenarios.models import CompanionModel, GenerationRun, Response, Scenario
-from scoring.calibration import services as calibration
+from scoring.calibration.document import SCHEMA, validate_document
 from scoring.models import CalibratedJudge, MetricScore, Release, ReleaseResult
 from scoring.releases import data as release_data
 from scoring.releases import errors, formats, freezing
@@ -48,7 +48,7 @@ def reply(strength: float, i: int) -> str:
 
 def judge_document(name="Test judge", weights=(12.0, 0.0), reliability=True) -> dict:
     document = {
-        "schema": calibration.SCHEMA,
+        "schema": SCHEMA,
         "name": name,
         "version": 1,
         "features": ["rouge1", "log_length"],
@@ -69,7 +69,7 @@ def judge_document(name="Test judge", weights=(12.0, 0.0), reliability=True) -> 
                 }
             }
         }
-    return calibration.validate_document(document)
+    return validate_document(document)
 
 
 @dataclass

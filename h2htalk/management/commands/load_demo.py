@@ -98,7 +98,7 @@ class Command(BaseCommand):
     def _demo_judge(self, campaign: Campaign, owner):
         """The newest calibrated judge of the demo campaign, else a metrics-only one fitted now
         (None when it cannot be fitted: the release then has no judge)."""
-        from scoring.calibration import services as calibration
+        from scoring.calibration.fitting import fit
         from scoring.models import CalibratedJudge
 
         judge = CalibratedJudge.objects.filter(campaign=campaign).order_by("-created_at").first()
@@ -106,7 +106,7 @@ class Command(BaseCommand):
             return judge
         try:
             with transaction.atomic():
-                return calibration.fit(campaign, name=DEMO_JUDGE, user=owner)
+                return fit(campaign, name=DEMO_JUDGE, user=owner)
         except Exception as error:  # the demo works without a judge
             self.stdout.write(f"(no demo calibrated judge: {type(error).__name__}: {error})")
             return None

@@ -3,7 +3,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from h2htalk.params import parse_int
-from scoring.calibration import services as calibration
+from scoring.calibration.document import export_json
 from scoring.models import CalibratedJudge
 
 
@@ -28,7 +28,7 @@ class Command(BaseCommand):
             judge = CalibratedJudge.objects.filter(pk=parse_int(key)).first()
         if judge is None:
             raise CommandError(f"no calibrated judge {key!r}")
-        text = calibration.export_json(judge)
+        text = export_json(judge)
         if options["output"]:
             Path(options["output"]).write_text(text, encoding="utf-8")
             self.stderr.write(f"{judge} written to {options['output']}")

@@ -4,7 +4,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from scoring.calibration import services as calibration
+from scoring.calibration.document import DocumentError
+from scoring.calibration.versions import import_document
 
 
 class Command(BaseCommand):
@@ -28,8 +29,8 @@ class Command(BaseCommand):
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
             raise CommandError(f"cannot read {path}: {error}") from error
         try:
-            judge, created = calibration.import_document(document, name=options["name"])
-        except calibration.DocumentError as error:
+            judge, created = import_document(document, name=options["name"])
+        except DocumentError as error:
             raise CommandError(str(error)) from error
         if created:
             self.stdout.write(f"imported {judge} (id {judge.pk})")

@@ -1,0 +1,75 @@
+"""Scoring with a calibrated judge: `score` (one pair) and `score_frames` (many) are the only way a
+document turns features into a probability; the report page, the API, the import round trip,
+routing and releases all use them."""
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+from scipy.special import expit
+
+from h2htalk.stats.calibration.model import linear_decision
+from scoring.calibration.document import DocumentError
+from scoring.metrics import features as feature_data
+from scoring.models import JudgeConfig
+
+
+def score_frames(document: Mapping, a: pd.DataFrame, b: pd.DataFrame) -> np.ndarray:
+    """P(A over B) for row i of `a` against row i of `b` (columns: feature names; a missing
+    column or value gives Δ = 0)."""
+    names = list(document["features"])
+    n = len(a)
+    X = np.zeros((n, len(names)))
+    for k, name in enumerate(names):
+        if name in a.columns and name in b.columns:
+            X[:, k] = pd.to_numeric(a[name], errors="coerce").to_numpy(dtype=float) - pd.to_numeric(
+                b[name], errors="coerce"
+            ).to_numpy(dtype=float)
+        else:
+            X[:, k] = np.nan
+    scaling = document["scaling"]
+    z = linear_decision(
+        X, scaling["mean"], scaling["scale"], document["weights"], document["intercept"]
+    )
+    return expit(z)
+
+
+def score(document: Mapping, features_a: Mapping, features_b: Mapping) -> float:
+    """P(humans prefer A over B) from two {feature: value} dicts (see MODEL_TEXT)."""
+    a = pd.DataFrame([{k: _float(v) for k, v in features_a.items()}])
+    b = pd.DataFrame([{k: _float(v) for k, v in features_b.items()}])
+    return float(score_frames(document, a, b)[0])
+
+
+def _float(value) -> float:
+    if value is None or isinstance(value, bool):
+        return math.nan
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def judge_config_of(document: Mapping) -> JudgeConfig | None:
+    """The JudgeConfig the document's judge features come from (None: metrics only)."""
+    uses_judge = any(f.startswith("judge_") for f in document["features"])
+    judge = document.get("judge")
+    if not uses_judge:
+        return None
+    config = JudgeConfig.objects.filter(name=judge["config"]).first() if judge else None
+    if config is None:
+        raise DocumentError(
+            f"the judge config {judge['config'] if judge else '?'} this judge was fitted with is "
+            "not in this database: its rubric/pairwise features cannot be computed"
+        )
+    return config
+
+
+def score_pairs(document: Mapping, pairs) -> tuple[np.ndarray, feature_data.Sides]:
+    """P(A over B) for (response a id, response b id) pairs from the database (NaN where a
+    feature source is missing: no metrics, or no verdict of the document's judge)."""
+    sides = feature_data.side_features(pairs, judge_config_of(document))
+    p = score_frames(document, sides.a, sides.b)
+    p[~sides.complete] = np.nan
+    return p, sides
