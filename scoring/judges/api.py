@@ -13,8 +13,7 @@ from h2htalk import egress
 from h2htalk.fields import SlugRelatedField
 from h2htalk.roles import IsResearcher
 from scenarios.models import CompanionModel, GenerationRun
-from scoring.judges import judging
-from scoring.judges import rubric as judge
+from scoring.judges import judging, prompts
 from scoring.judges.forms import (
     LOCKED_FIELDS,
     MAX_SAMPLES,
@@ -108,9 +107,9 @@ class JudgeConfigSerializer(serializers.ModelSerializer):
                 )
         mode = attrs.get("mode", getattr(instance, "mode", JudgeConfig.Mode.SINGLE))
         rubric_given = "rubric" in attrs or instance is None
-        defaults = {judge.DEFAULT_SINGLE_RUBRIC.strip(), judge.DEFAULT_PAIRWISE_RUBRIC.strip()}
+        defaults = {prompts.DEFAULT_SINGLE_RUBRIC.strip(), prompts.DEFAULT_PAIRWISE_RUBRIC.strip()}
         if rubric_given and (attrs.get("rubric") or "").strip() in defaults | {""}:
-            attrs["rubric"] = judge.default_rubric(mode)
+            attrs["rubric"] = prompts.default_rubric(mode)
         base_url = attrs.get("base_url", getattr(instance, "base_url", ""))
         model_id = attrs.get("model_id", getattr(instance, "model_id", ""))
         if bool(base_url) != bool(model_id):

@@ -41,7 +41,7 @@ from django.utils import timezone
 from h2htalk import uploads
 from scenarios import validation
 from scenarios.models import GenerationRun, Response
-from scoring.judges import rubric as judge
+from scoring.judges import parsing
 from scoring.models import JudgeConfig, JudgeRun, JudgeVerdict
 
 MAX_ERRORS = 500
@@ -175,21 +175,21 @@ def _count(value, name: str, nullable: bool = False, limit: int = MAX_INT):
 def _scores(value) -> dict:
     if not isinstance(value, dict):
         raise validation.FieldError("scores", "must be an object of the six dimensions")
-    unknown = sorted(set(value) - set(judge.DIMENSIONS))
+    unknown = sorted(set(value) - set(parsing.DIMENSIONS))
     if unknown:
         raise validation.FieldError(
-            f"scores.{unknown[0]}", f"unknown dimension; expected {list(judge.DIMENSIONS)}"
+            f"scores.{unknown[0]}", f"unknown dimension; expected {list(parsing.DIMENSIONS)}"
         )
-    missing = [d for d in judge.DIMENSIONS if d not in value]
+    missing = [d for d in parsing.DIMENSIONS if d not in value]
     if missing:
         raise validation.FieldError(f"scores.{missing[0]}", "is missing")
-    for dimension in judge.DIMENSIONS:
+    for dimension in parsing.DIMENSIONS:
         score = value[dimension]
         if isinstance(score, bool) or not isinstance(score, int) or not 1 <= score <= 10:
             raise validation.FieldError(
                 f"scores.{dimension}", f"{score!r} is not a whole number 1–10"
             )
-    return {d: value[d] for d in judge.DIMENSIONS}
+    return {d: value[d] for d in parsing.DIMENSIONS}
 
 
 def clean_line(value: dict, lookup: _Lookup) -> tuple[str, dict, dict]:
@@ -223,17 +223,17 @@ def clean_line(value: dict, lookup: _Lookup) -> tuple[str, dict, dict]:
     if parse == "failed":
         if value.get(given) is not None:
             raise validation.FieldError(given, "must be left out when parse is 'failed'")
-        values.update(parse="failed", error=judge.parse(mode, raw).reason or "unparseable")
+        values.update(parse="failed", error=parsing.parse(mode, raw).reason or "unparseable")
     elif value.get(given) is None:
         if parse is not None:
             raise validation.FieldError("parse", f"{parse!r} needs {given}")
         if not raw.strip():
             raise validation.FieldError(given, "is required (or give raw_output to parse)")
-        parsed = judge.parse(mode, raw)
+        parsed = parsing.parse(mode, raw)
         values.update(
             parse=parsed.status,
             scores=parsed.scores,
-            winner=judge.WINNER_AS_SEEN.get(parsed.winner, ""),
+            winner=parsing.WINNER_AS_SEEN.get(parsed.winner, ""),
             error=parsed.reason,
         )
         if parsed.ok and not rationale:

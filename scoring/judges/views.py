@@ -13,8 +13,7 @@ from h2htalk import jobs, sweeper, uploads
 from h2htalk.params import int_param, parse_int
 from h2htalk.roles import RESEARCHER, role_required
 from scoring.judges import imports as judge_import
-from scoring.judges import judging
-from scoring.judges import rubric as judge
+from scoring.judges import judging, parsing, prompts
 from scoring.judges.forms import (
     JudgeConfigForm,
     JudgeImportForm,
@@ -57,8 +56,8 @@ def config_edit(request, pk=None):
     context = {
         "form": form,
         "config": config,
-        "default_single": judge.DEFAULT_SINGLE_RUBRIC,
-        "default_pairwise": judge.DEFAULT_PAIRWISE_RUBRIC,
+        "default_single": prompts.DEFAULT_SINGLE_RUBRIC,
+        "default_pairwise": prompts.DEFAULT_PAIRWISE_RUBRIC,
     }
     return render(request, "judges/config_form.html", context)
 
@@ -128,7 +127,7 @@ def run_detail(request, pk):
         or run.verdicts.filter(response__isnull=False).exists()
     ):
         context["single_summary"] = judging.single_summary(run)
-    context["dimensions"] = judge.DIMENSIONS
+    context["dimensions"] = parsing.DIMENSIONS
     return render(request, "judges/run_detail.html", context)
 
 
