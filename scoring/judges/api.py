@@ -1,7 +1,6 @@
 """REST API of the LLM judge: configurations (CRUD), runs (list/create/detail/cancel/resume),
 verdicts (list, filter by run) and the bias report per configuration. Researchers only."""
 
-from django.db import transaction
 from django.db.models import ProtectedError
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema, extend_schema_field
@@ -13,16 +12,18 @@ from h2htalk import egress
 from h2htalk.fields import SlugRelatedField
 from h2htalk.roles import IsResearcher
 from scenarios.models import CompanionModel, GenerationRun
-from scoring.judges import judging, prompts
+from scoring.judges import judging, prompts, services
 from scoring.judges.forms import (
     LOCKED_FIELDS,
     MAX_SAMPLES,
+    JudgeConfigForm,
     JudgeRunForm,
     clean_key_env,
     clean_params,
     is_locked,
     key_status,
 )
+from scoring.judges.imports import VERDICT_VALUE_FIELDS
 from scoring.models import JudgeConfig, JudgeRun, JudgeVerdict
 from scoring.tasks import queue_judge_run
 
@@ -46,23 +47,7 @@ class JudgeConfigSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = JudgeConfig
-        fields = [
-            "id",
-            "name",
-            "mode",
-            "base_url",
-            "model_id",
-            "api_key_env",
-            "key_status",
-            "rubric",
-            "temperature",
-            "samples",
-            "params",
-            "max_concurrency",
-            "timeout_seconds",
-            "locked",
-            "created_at",
-        ]
+        fields = ["id", *JudgeConfigForm.Meta.fields, "key_status", "locked", "created_at"]
         read_only_fields = ["created_at"]
 
     def get_key_status(self, config) -> str:
@@ -230,12 +215,8 @@ class JudgeRunSerializer(serializers.ModelSerializer):
     def create(self, validated_data):
         validated_data.pop("response_runs", None)
         validated_data.pop("companions", None)
-        with transaction.atomic():
-            run = JudgeRun.objects.create(created_by=self.context["request"].user, **validated_data)
-            if self._responses is not None:
-                run.responses.set(self._responses)
-            queue_judge_run(run)
-        return run
+        run = JudgeRun(created_by=self.context["request"].user, **validated_data)
+        return services.start_run(run, self._responses)
 
 
 class JudgeVerdictSerializer(serializers.ModelSerializer):
@@ -251,15 +232,7 @@ class JudgeVerdictSerializer(serializers.ModelSerializer):
             "first",
             "second",
             "sample",
-            "parse",
-            "scores",
-            "winner",
-            "rationale",
-            "raw_output",
-            "error",
-            "prompt_tokens",
-            "completion_tokens",
-            "latency_ms",
+            *VERDICT_VALUE_FIELDS,
             "created_at",
         ]
 
