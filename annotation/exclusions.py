@@ -106,9 +106,7 @@ def exclude(campaign: Campaign, users, reason: str, by=None) -> list[AnnotatorEx
 
 def flagged(campaign: Campaign) -> list[tuple[str, str]]:
     """(username, flag text) of every annotator the campaign's agreement report flags."""
-    from scoring.agreement.services import (
-        services as agreement,  # scoring builds on annotation: imported where needed
-    )
+    from scoring.agreement import services as agreement  # scoring builds on annotation
 
     return [
         (row["annotator"], row["flag"])

@@ -10,10 +10,23 @@ from django.db.models import Count, Max, Q
 
 from annotation import exclusions
 from annotation.models import Campaign, Judgment
+from h2htalk.models import Job
 from h2htalk.stats import agreement as stats
 from scoring.models import AgreementReport
 
 MIN_UNITS_FOR_ALPHA = 5
+# α with its 95% interval and units, in the order h2htalk.stats.agreement.label_agreement reports
+# them; the agreement CSV and the calibration document show the same columns.
+ALPHA_FIELDS = ("level", "alpha", "low", "high", "ci", "n_units")
+EXPORT_TABLES = ("alpha", "annotators")
+ALPHA_COLUMNS = [
+    "group",
+    "label",
+    *ALPHA_FIELDS,
+    "n_pairable",
+    "percent_agreement",
+    "fleiss_kappa",
+]
 INLINE_LIMIT = 5_000  # judgments computed in the request; above this a Celery job does it
 NOTE = (
     "α: Krippendorff's alpha on the preference keyed by the model pair (ordinal for the "
@@ -232,3 +245,39 @@ def report_for(campaign: Campaign) -> AgreementReport:
     state = fingerprint(campaign)
     existing = AgreementReport.objects.filter(campaign=campaign, fingerprint=state).first()
     return existing or store_report(campaign, compute_report(campaign), state)
+
+
+def report_or_job(campaign: Campaign, user, task) -> tuple[AgreementReport | None, Job | None]:
+    """The report to show, or the job computing it: the cached report; else, for up to
+    INLINE_LIMIT judgments, the report computed now; else the campaign's running agreement job
+    or a new one running `task` (passed in: scoring.tasks imports this module)."""
+    report = cached_report(campaign)
+    if report is not None:
+        return report, None
+    count = int(fingerprint(campaign).split(":")[0])
+    if count <= INLINE_LIMIT:
+        return report_for(campaign), None
+    running = (
+        Job.objects.filter(kind="agreement", params__campaign=campaign.pk)
+        .exclude(state__in=Job.FINISHED)
+        .first()
+    )
+    if running is not None:
+        return None, running
+    job = Job.objects.create(kind="agreement", created_by=user, params={"campaign": campaign.pk})
+    transaction.on_commit(lambda: task.delay(job.pk))
+    return None, job
+
+
+def export_rows(data: dict, table: str) -> tuple[list[str], list[dict]]:
+    """Columns and rows of one CSV table of a report: the annotators, or α of every scope
+    (overall, by dimension, by subtask) with a scope column."""
+    if table == "annotators":
+        rows = data["annotators"]
+        return (list(rows[0]) if rows else ["annotator"]), rows
+    rows = [
+        {**row, "scope": scope}
+        for scope in ("overall", "by_dimension", "by_subtask")
+        for row in data[scope]
+    ]
+    return ["scope", *ALPHA_COLUMNS], rows

@@ -35,6 +35,7 @@ from h2htalk.roles import ADMIN, user_roles
 from h2htalk.stats import agreement as agreement_stats
 from h2htalk.stats import calibration as stats
 from scenarios.models import CompanionModel
+from scoring.agreement.services import ALPHA_FIELDS
 from scoring.metrics import features as feature_data
 from scoring.metrics import jobs as metric_jobs
 from scoring.models import CalibratedJudge, JudgeConfig
@@ -370,16 +371,7 @@ def human_agreement(judgments: pd.DataFrame, n_boot: int = 1000) -> dict:
     for label, row in table.iterrows():
         out["labels"][label] = {
             key: row[key]
-            for key in (
-                "level",
-                "alpha",
-                "low",
-                "high",
-                "ci",
-                "n_units",
-                "percent_agreement",
-                "fleiss_kappa",
-            )
+            for key in (*ALPHA_FIELDS, "percent_agreement", "fleiss_kappa")
         }
     annotators = agreement_stats.annotator_report(judgments)
     with_consensus = annotators[annotators["n_consensus"] > 0]
