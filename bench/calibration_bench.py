@@ -70,6 +70,7 @@ def build_database(n_comparisons: int):
 
     from annotation.models import Assignment, Campaign, Comparison, Judgment
     from scenarios.models import CompanionModel, GenerationRun, Response, Scenario
+    from scoring.judges import parsing
     from scoring.metrics import composite
     from scoring.models import JudgeConfig, JudgeRun, JudgeVerdict, MetricScore
 
@@ -123,14 +124,7 @@ def build_database(n_comparisons: int):
         metrics.append(MetricScore(response=response, values=values))
         scores = {
             d: int(np.clip(round(5.5 + 1.5 * quality + 2 * (log_length - 4.5)), 1, 10))
-            for d in (
-                "empathy",
-                "fluency",
-                "memory_use",
-                "planning",
-                "persona_consistency",
-                "safety",
-            )
+            for d in parsing.DIMENSIONS
         }
         verdicts.append(
             JudgeVerdict(run=judge_run, response=response, parse="strict", scores=scores)

@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 import pandas as pd
+from django.contrib import messages
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Max, Q
 
@@ -27,6 +28,7 @@ ALPHA_COLUMNS = [
     "percent_agreement",
     "fleiss_kappa",
 ]
+EXCLUSION_ACTIONS = ("exclude", "exclude_flagged", "clear")
 INLINE_LIMIT = 5_000  # judgments computed in the request; above this a Celery job does it
 NOTE = (
     "α: Krippendorff's alpha on the preference keyed by the model pair (ordinal for the "
@@ -281,3 +283,36 @@ def export_rows(data: dict, table: str) -> tuple[list[str], list[dict]]:
         for row in data[scope]
     ]
     return ["scope", *ALPHA_COLUMNS], rows
+
+
+def _names(rows) -> str:
+    return ", ".join(sorted(row.annotator.username for row in rows))
+
+
+def exclusion_action(campaign: Campaign, action: str, chosen: list, reason: str, by):
+    """Apply one of the agreement page's exclusion actions: exclude the chosen annotators with
+    a reason, exclude every flagged one, or bring the chosen (none: all) back. Returns the
+    message level and text that tell the researcher what changed; a refused change is an error
+    message, not an exception."""
+    try:
+        if action == "exclude":
+            made = exclusions.exclude(campaign, chosen, reason, by=by)
+            return messages.SUCCESS, (
+                f"Excluded {_names(made)}: their judgments are left out of agreement, "
+                "calibration fits and new releases of this campaign."
+            )
+        if action == "exclude_flagged":
+            made = exclusions.exclude_flagged(campaign, by=by)
+            if not made:
+                return messages.INFO, "No annotator is flagged: nobody was excluded."
+            return messages.SUCCESS, (
+                f"Excluded {len(made)} flagged annotator(s): {_names(made)} (each with its "
+                "flag as the reason)."
+            )
+        if action == "clear":
+            removed = exclusions.clear(campaign, chosen or None)
+            who = ", ".join(sorted(chosen)) if chosen else "every excluded annotator"
+            return messages.SUCCESS, f"Brought back {who} ({removed} exclusion(s) removed)."
+    except exclusions.ExclusionError as error:
+        return messages.ERROR, f"Nothing changed: {error}."
+    return messages.ERROR, f"Unknown action {action[:40]!r}: use {', '.join(EXCLUSION_ACTIONS)}."

@@ -134,25 +134,28 @@ class RunStateField(serializers.CharField):
     """The run state, described inline (a shared enum would collide with generation runs')."""
 
 
+def _names_in(queryset, help_text: str) -> SlugRelatedField:
+    """An optional, write-only list of names of `queryset`'s objects (runs, companions)."""
+    return SlugRelatedField(
+        slug_field="name",
+        many=True,
+        queryset=queryset,
+        write_only=True,
+        required=False,
+        help_text=help_text,
+    )
+
+
 class JudgeRunSerializer(serializers.ModelSerializer):
     state = RunStateField(read_only=True)
     judge = SlugRelatedField(slug_field="name", queryset=JudgeConfig.objects.all())
     mode = serializers.CharField(source="judge.mode", read_only=True)
-    response_runs = SlugRelatedField(
-        slug_field="name",
-        many=True,
-        queryset=GenerationRun.objects.all(),
-        write_only=True,
-        required=False,
-        help_text="Single mode: grade the successful responses of these response runs.",
+    response_runs = _names_in(
+        GenerationRun.objects.all(),
+        "Single mode: grade the successful responses of these response runs.",
     )
-    companions = SlugRelatedField(
-        slug_field="name",
-        many=True,
-        queryset=CompanionModel.objects.all(),
-        write_only=True,
-        required=False,
-        help_text="Single mode: only these companions' responses.",
+    companions = _names_in(
+        CompanionModel.objects.all(), "Single mode: only these companions' responses."
     )
     progress = serializers.SerializerMethodField()
     response_count = serializers.SerializerMethodField()
