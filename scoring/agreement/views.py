@@ -1,3 +1,6 @@
+"""The campaign's agreement page (a small report computed in the request, a large one by a job
+the page polls) and its JSON / CSV downloads; the work is in scoring.agreement.services."""
+
 import json
 
 from django.http import HttpResponse, HttpResponseBadRequest
