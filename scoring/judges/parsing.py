@@ -460,6 +460,7 @@ def parse_pairwise(text: str) -> Parsed:
 
 
 def parse(mode: str, text: str) -> Parsed:
+    """`parse_pairwise` or `parse_single`, by the judge configuration's mode."""
     return parse_pairwise(text) if mode == "pairwise" else parse_single(text)
 
 

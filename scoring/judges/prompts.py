@@ -100,6 +100,7 @@ LANGUAGE_NAMES = {"zh": "Chinese", "en": "English"}
 
 
 def default_rubric(mode: str) -> str:
+    """The project's rubric for a mode: used when a configuration leaves its rubric empty."""
     return DEFAULT_PAIRWISE_RUBRIC if mode == "pairwise" else DEFAULT_SINGLE_RUBRIC
 
 
@@ -179,6 +180,7 @@ def _block(title: str, text: str) -> str:
 
 
 def single_messages(rubric: str, scenario, text: str) -> list[dict]:
+    """The chat messages grading one reply: the rubric, then situation, reply and format."""
     user = "\n\n".join(
         [
             "## The situation\n\n" + scenario_context(scenario),
@@ -190,6 +192,8 @@ def single_messages(rubric: str, scenario, text: str) -> list[dict]:
 
 
 def pairwise_messages(rubric: str, scenario, text_1: str, text_2: str) -> list[dict]:
+    """The chat messages comparing two replies, shown in the order given (the caller decides
+    the order, and asks again swapped to measure position bias)."""
     user = "\n\n".join(
         [
             "## The situation\n\n" + scenario_context(scenario),
