@@ -117,7 +117,7 @@ def _scored_responses(rng, run, scenarios, companions, judge):
     verdict that follow a latent quality and length; the responses and each one's utility
     (what the simulated raters prefer)."""
     from scenarios.models import Response
-    from scoring.judges.rubric import DIMENSIONS
+    from scoring.judges.parsing import DIMENSIONS
     from scoring.metrics import composite
     from scoring.models import JudgeRun, JudgeVerdict, MetricScore
 

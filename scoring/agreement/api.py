@@ -1,3 +1,6 @@
+"""REST API of a campaign's agreement report (researchers who manage the campaign); the same
+report as the page, computed by scoring.agreement.services."""
+
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework.decorators import api_view, permission_classes

@@ -5,11 +5,13 @@ import math
 
 import numpy as np
 import pandas as pd
+from django.contrib import messages
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Max, Q
 
 from annotation import exclusions
 from annotation.models import Campaign, Judgment
+from h2htalk.models import Job
 from h2htalk.stats.agreement.aggregation import aggregate_labels
 from h2htalk.stats.agreement.annotators import annotator_report
 from h2htalk.stats.agreement.coefficients import pairwise_agreement
@@ -18,6 +20,19 @@ from h2htalk.stats.agreement.reliability import label_agreement
 from scoring.models import AgreementReport
 
 MIN_UNITS_FOR_ALPHA = 5
+# α with its 95% interval and units, in the order h2htalk.stats.agreement.label_agreement reports
+# them; the agreement CSV and the calibration document show the same columns.
+ALPHA_FIELDS = ("level", "alpha", "low", "high", "ci", "n_units")
+EXPORT_TABLES = ("alpha", "annotators")
+ALPHA_COLUMNS = [
+    "group",
+    "label",
+    *ALPHA_FIELDS,
+    "n_pairable",
+    "percent_agreement",
+    "fleiss_kappa",
+]
+EXCLUSION_ACTIONS = ("exclude", "exclude_flagged", "clear")
 INLINE_LIMIT = 5_000  # judgments computed in the request; above this a Celery job does it
 NOTE = (
     "α: Krippendorff's alpha on the preference keyed by the model pair (ordinal for the "
@@ -236,3 +251,72 @@ def report_for(campaign: Campaign) -> AgreementReport:
     state = fingerprint(campaign)
     existing = AgreementReport.objects.filter(campaign=campaign, fingerprint=state).first()
     return existing or store_report(campaign, compute_report(campaign), state)
+
+
+def report_or_job(campaign: Campaign, user, task) -> tuple[AgreementReport | None, Job | None]:
+    """The report to show, or the job computing it: the cached report; else, for up to
+    INLINE_LIMIT judgments, the report computed now; else the campaign's running agreement job
+    or a new one running `task` (passed in: scoring.tasks imports this module)."""
+    report = cached_report(campaign)
+    if report is not None:
+        return report, None
+    count = int(fingerprint(campaign).split(":")[0])
+    if count <= INLINE_LIMIT:
+        return report_for(campaign), None
+    running = (
+        Job.objects.filter(kind="agreement", params__campaign=campaign.pk)
+        .exclude(state__in=Job.FINISHED)
+        .first()
+    )
+    if running is not None:
+        return None, running
+    job = Job.objects.create(kind="agreement", created_by=user, params={"campaign": campaign.pk})
+    transaction.on_commit(lambda: task.delay(job.pk))
+    return None, job
+
+
+def export_rows(data: dict, table: str) -> tuple[list[str], list[dict]]:
+    """Columns and rows of one CSV table of a report: the annotators, or α of every scope
+    (overall, by dimension, by subtask) with a scope column."""
+    if table == "annotators":
+        rows = data["annotators"]
+        return (list(rows[0]) if rows else ["annotator"]), rows
+    rows = [
+        {**row, "scope": scope}
+        for scope in ("overall", "by_dimension", "by_subtask")
+        for row in data[scope]
+    ]
+    return ["scope", *ALPHA_COLUMNS], rows
+
+
+def _names(rows) -> str:
+    return ", ".join(sorted(row.annotator.username for row in rows))
+
+
+def exclusion_action(campaign: Campaign, action: str, chosen: list, reason: str, by):
+    """Apply one of the agreement page's exclusion actions: exclude the chosen annotators with
+    a reason, exclude every flagged one, or bring the chosen (none: all) back. Returns the
+    message level and text that tell the researcher what changed; a refused change is an error
+    message, not an exception."""
+    try:
+        if action == "exclude":
+            made = exclusions.exclude(campaign, chosen, reason, by=by)
+            return messages.SUCCESS, (
+                f"Excluded {_names(made)}: their judgments are left out of agreement, "
+                "calibration fits and new releases of this campaign."
+            )
+        if action == "exclude_flagged":
+            made = exclusions.exclude_flagged(campaign, by=by)
+            if not made:
+                return messages.INFO, "No annotator is flagged: nobody was excluded."
+            return messages.SUCCESS, (
+                f"Excluded {len(made)} flagged annotator(s): {_names(made)} (each with its "
+                "flag as the reason)."
+            )
+        if action == "clear":
+            removed = exclusions.clear(campaign, chosen or None)
+            who = ", ".join(sorted(chosen)) if chosen else "every excluded annotator"
+            return messages.SUCCESS, f"Brought back {who} ({removed} exclusion(s) removed)."
+    except exclusions.ExclusionError as error:
+        return messages.ERROR, f"Nothing changed: {error}."
+    return messages.ERROR, f"Unknown action {action[:40]!r}: use {', '.join(EXCLUSION_ACTIONS)}."

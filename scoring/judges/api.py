@@ -1,7 +1,6 @@
 """REST API of the LLM judge: configurations (CRUD), runs (list/create/detail/cancel/resume),
 verdicts (list, filter by run) and the bias report per configuration. Researchers only."""
 
-from django.db import transaction
 from django.db.models import ProtectedError
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema, extend_schema_field
@@ -13,17 +12,18 @@ from h2htalk import egress
 from h2htalk.fields import SlugRelatedField
 from h2htalk.roles import IsResearcher
 from scenarios.models import CompanionModel, GenerationRun
-from scoring.judges import judging
-from scoring.judges import rubric as judge
+from scoring.judges import judging, prompts, services
 from scoring.judges.forms import (
     LOCKED_FIELDS,
     MAX_SAMPLES,
+    JudgeConfigForm,
     JudgeRunForm,
     clean_key_env,
     clean_params,
     is_locked,
     key_status,
 )
+from scoring.judges.imports import VERDICT_VALUE_FIELDS
 from scoring.models import JudgeConfig, JudgeRun, JudgeVerdict
 from scoring.tasks import queue_judge_run
 
@@ -47,23 +47,7 @@ class JudgeConfigSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = JudgeConfig
-        fields = [
-            "id",
-            "name",
-            "mode",
-            "base_url",
-            "model_id",
-            "api_key_env",
-            "key_status",
-            "rubric",
-            "temperature",
-            "samples",
-            "params",
-            "max_concurrency",
-            "timeout_seconds",
-            "locked",
-            "created_at",
-        ]
+        fields = ["id", *JudgeConfigForm.Meta.fields, "key_status", "locked", "created_at"]
         read_only_fields = ["created_at"]
 
     def get_key_status(self, config) -> str:
@@ -108,9 +92,9 @@ class JudgeConfigSerializer(serializers.ModelSerializer):
                 )
         mode = attrs.get("mode", getattr(instance, "mode", JudgeConfig.Mode.SINGLE))
         rubric_given = "rubric" in attrs or instance is None
-        defaults = {judge.DEFAULT_SINGLE_RUBRIC.strip(), judge.DEFAULT_PAIRWISE_RUBRIC.strip()}
+        defaults = {prompts.DEFAULT_SINGLE_RUBRIC.strip(), prompts.DEFAULT_PAIRWISE_RUBRIC.strip()}
         if rubric_given and (attrs.get("rubric") or "").strip() in defaults | {""}:
-            attrs["rubric"] = judge.default_rubric(mode)
+            attrs["rubric"] = prompts.default_rubric(mode)
         base_url = attrs.get("base_url", getattr(instance, "base_url", ""))
         model_id = attrs.get("model_id", getattr(instance, "model_id", ""))
         if bool(base_url) != bool(model_id):
@@ -150,25 +134,28 @@ class RunStateField(serializers.CharField):
     """The run state, described inline (a shared enum would collide with generation runs')."""
 
 
+def _names_in(queryset, help_text: str) -> SlugRelatedField:
+    """An optional, write-only list of names of `queryset`'s objects (runs, companions)."""
+    return SlugRelatedField(
+        slug_field="name",
+        many=True,
+        queryset=queryset,
+        write_only=True,
+        required=False,
+        help_text=help_text,
+    )
+
+
 class JudgeRunSerializer(serializers.ModelSerializer):
     state = RunStateField(read_only=True)
     judge = SlugRelatedField(slug_field="name", queryset=JudgeConfig.objects.all())
     mode = serializers.CharField(source="judge.mode", read_only=True)
-    response_runs = SlugRelatedField(
-        slug_field="name",
-        many=True,
-        queryset=GenerationRun.objects.all(),
-        write_only=True,
-        required=False,
-        help_text="Single mode: grade the successful responses of these response runs.",
+    response_runs = _names_in(
+        GenerationRun.objects.all(),
+        "Single mode: grade the successful responses of these response runs.",
     )
-    companions = SlugRelatedField(
-        slug_field="name",
-        many=True,
-        queryset=CompanionModel.objects.all(),
-        write_only=True,
-        required=False,
-        help_text="Single mode: only these companions' responses.",
+    companions = _names_in(
+        CompanionModel.objects.all(), "Single mode: only these companions' responses."
     )
     progress = serializers.SerializerMethodField()
     response_count = serializers.SerializerMethodField()
@@ -231,12 +218,8 @@ class JudgeRunSerializer(serializers.ModelSerializer):
     def create(self, validated_data):
         validated_data.pop("response_runs", None)
         validated_data.pop("companions", None)
-        with transaction.atomic():
-            run = JudgeRun.objects.create(created_by=self.context["request"].user, **validated_data)
-            if self._responses is not None:
-                run.responses.set(self._responses)
-            queue_judge_run(run)
-        return run
+        run = JudgeRun(created_by=self.context["request"].user, **validated_data)
+        return services.start_run(run, self._responses)
 
 
 class JudgeVerdictSerializer(serializers.ModelSerializer):
@@ -252,15 +235,7 @@ class JudgeVerdictSerializer(serializers.ModelSerializer):
             "first",
             "second",
             "sample",
-            "parse",
-            "scores",
-            "winner",
-            "rationale",
-            "raw_output",
-            "error",
-            "prompt_tokens",
-            "completion_tokens",
-            "latency_ms",
+            *VERDICT_VALUE_FIELDS,
             "created_at",
         ]
 

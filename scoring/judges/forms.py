@@ -8,8 +8,7 @@ from annotation.access import managed_campaigns
 from annotation.models import Campaign
 from h2htalk.formfields import ModelMultipleChoiceField
 from scenarios.models import CompanionModel, GenerationRun
-from scoring.judges import judging
-from scoring.judges import rubric as judge
+from scoring.judges import judging, prompts
 from scoring.models import JudgeConfig, JudgeRun
 
 # What a verdict depends on: fixed once a configuration has runs (make a copy to change them),
@@ -119,9 +118,9 @@ class JudgeConfigForm(forms.ModelForm):
     def clean(self):
         cleaned = super().clean()
         mode, rubric = cleaned.get("mode"), (cleaned.get("rubric") or "").strip()
-        defaults = {judge.DEFAULT_SINGLE_RUBRIC.strip(), judge.DEFAULT_PAIRWISE_RUBRIC.strip()}
+        defaults = {prompts.DEFAULT_SINGLE_RUBRIC.strip(), prompts.DEFAULT_PAIRWISE_RUBRIC.strip()}
         if mode and (not rubric or rubric in defaults):
-            cleaned["rubric"] = judge.default_rubric(mode)  # the other mode's default: swapped
+            cleaned["rubric"] = prompts.default_rubric(mode)  # the other mode's default: swapped
         if bool(cleaned.get("base_url")) != bool(cleaned.get("model_id")):
             raise forms.ValidationError(
                 "Give both a base URL and a model id (or neither, for an imported judge)."

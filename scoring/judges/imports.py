@@ -41,7 +41,7 @@ from django.utils import timezone
 from h2htalk import uploads
 from scenarios import validation
 from scenarios.models import GenerationRun, Response
-from scoring.judges import rubric as judge
+from scoring.judges import parsing
 from scoring.models import JudgeConfig, JudgeRun, JudgeVerdict
 
 MAX_ERRORS = 500
@@ -67,7 +67,8 @@ FIELDS = {
     "single": COMMON | {"companion", "scores"},
     "pairwise": COMMON | {"first", "second", "winner", "first_run", "second_run"},
 }
-VALUE_FIELDS = [
+# The fields a verdict carries besides its key; the API and the JSONL export show the same.
+VERDICT_VALUE_FIELDS = [
     "parse",
     "scores",
     "winner",
@@ -175,21 +176,21 @@ def _count(value, name: str, nullable: bool = False, limit: int = MAX_INT):
 def _scores(value) -> dict:
     if not isinstance(value, dict):
         raise validation.FieldError("scores", "must be an object of the six dimensions")
-    unknown = sorted(set(value) - set(judge.DIMENSIONS))
+    unknown = sorted(set(value) - set(parsing.DIMENSIONS))
     if unknown:
         raise validation.FieldError(
-            f"scores.{unknown[0]}", f"unknown dimension; expected {list(judge.DIMENSIONS)}"
+            f"scores.{unknown[0]}", f"unknown dimension; expected {list(parsing.DIMENSIONS)}"
         )
-    missing = [d for d in judge.DIMENSIONS if d not in value]
+    missing = [d for d in parsing.DIMENSIONS if d not in value]
     if missing:
         raise validation.FieldError(f"scores.{missing[0]}", "is missing")
-    for dimension in judge.DIMENSIONS:
+    for dimension in parsing.DIMENSIONS:
         score = value[dimension]
         if isinstance(score, bool) or not isinstance(score, int) or not 1 <= score <= 10:
             raise validation.FieldError(
                 f"scores.{dimension}", f"{score!r} is not a whole number 1–10"
             )
-    return {d: value[d] for d in judge.DIMENSIONS}
+    return {d: value[d] for d in parsing.DIMENSIONS}
 
 
 def clean_line(value: dict, lookup: _Lookup) -> tuple[str, dict, dict]:
@@ -204,6 +205,18 @@ def clean_line(value: dict, lookup: _Lookup) -> tuple[str, dict, dict]:
     external_id = _text(value.get("external_id"), "external_id", required=True).strip()
     run = _text(value.get("run"), "run", required=True).strip()
     sample = _count(value.get("sample"), "sample", limit=MAX_SAMPLE)
+    values = _verdict_values(mode, value)
+    where = (run, subtask, external_id)
+    if mode == "single":
+        companion = _text(value.get("companion"), "companion", required=True).strip()
+        key = {"response_id": lookup.response(*where, companion, "companion"), "sample": sample}
+    else:
+        key = {**_pair_key(value, where, lookup), "sample": sample}
+    return mode, key, values
+
+
+def _verdict_values(mode: str, value: dict) -> dict:
+    """The verdict fields of one line: given scores / winner, or parsed from its raw output."""
     raw = _text(value.get("raw_output"), "raw_output", limit=MAX_RAW_CHARS)
     rationale = _text(value.get("rationale"), "rationale")
     parse = value.get("parse")
@@ -223,17 +236,17 @@ def clean_line(value: dict, lookup: _Lookup) -> tuple[str, dict, dict]:
     if parse == "failed":
         if value.get(given) is not None:
             raise validation.FieldError(given, "must be left out when parse is 'failed'")
-        values.update(parse="failed", error=judge.parse(mode, raw).reason or "unparseable")
+        values.update(parse="failed", error=parsing.parse(mode, raw).reason or "unparseable")
     elif value.get(given) is None:
         if parse is not None:
             raise validation.FieldError("parse", f"{parse!r} needs {given}")
         if not raw.strip():
             raise validation.FieldError(given, "is required (or give raw_output to parse)")
-        parsed = judge.parse(mode, raw)
+        parsed = parsing.parse(mode, raw)
         values.update(
             parse=parsed.status,
             scores=parsed.scores,
-            winner=judge.WINNER_AS_SEEN.get(parsed.winner, ""),
+            winner=parsing.WINNER_AS_SEEN.get(parsed.winner, ""),
             error=parsed.reason,
         )
         if parsed.ok and not rationale:
@@ -245,38 +258,32 @@ def clean_line(value: dict, lookup: _Lookup) -> tuple[str, dict, dict]:
         if not isinstance(winner, str) or winner not in SEEN_WINNER:
             raise validation.FieldError("winner", f"{winner!r} is not 'first', 'second' or 'tie'")
         values.update(parse=parse or "strict", winner=winner)
+    return values
 
-    if mode == "single":
-        companion = _text(value.get("companion"), "companion", required=True).strip()
-        pk = lookup.response(run, subtask, external_id, companion, "companion")
-        key = {"response_id": pk, "sample": sample}
-    else:
-        first = _text(value.get("first"), "first", required=True).strip()
-        second = _text(value.get("second"), "second", required=True).strip()
-        first_run = _text(value.get("first_run"), "first_run").strip() or run
-        second_run = _text(value.get("second_run"), "second_run").strip() or run
-        if first == second and first_run == second_run:
-            raise validation.FieldError("second", "is the same response as first")
-        key = {
-            "first_id": lookup.response(
-                first_run,
-                subtask,
-                external_id,
-                first,
-                "first",
-                "first_run" if value.get("first_run") else "run",
-            ),
-            "second_id": lookup.response(
-                second_run,
-                subtask,
-                external_id,
-                second,
-                "second",
-                "second_run" if value.get("second_run") else "run",
-            ),
-            "sample": sample,
-        }
-    return mode, key, values
+
+def _pair_key(value: dict, where: tuple, lookup: _Lookup) -> dict:
+    """first_id / second_id of a pairwise line; each response may come from its own run."""
+    run, subtask, external_id = where
+    first = _text(value.get("first"), "first", required=True).strip()
+    second = _text(value.get("second"), "second", required=True).strip()
+    first_run = _text(value.get("first_run"), "first_run").strip() or run
+    second_run = _text(value.get("second_run"), "second_run").strip() or run
+    if first == second and first_run == second_run:
+        raise validation.FieldError("second", "is the same response as first")
+    return {
+        f"{side}_id": lookup.response(
+            side_run,
+            subtask,
+            external_id,
+            companion,
+            side,
+            f"{side}_run" if value.get(f"{side}_run") else "run",
+        )
+        for side, side_run, companion in (
+            ("first", first_run, first),
+            ("second", second_run, second),
+        )
+    }
 
 
 def _key_tuple(key: dict) -> tuple:
@@ -286,7 +293,7 @@ def _key_tuple(key: dict) -> tuple:
 
 
 def _digest(values: dict) -> str:
-    text = json.dumps([values[f] for f in VALUE_FIELDS], sort_keys=True, ensure_ascii=False)
+    text = json.dumps([values[f] for f in VERDICT_VALUE_FIELDS], sort_keys=True, ensure_ascii=False)
     return hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()
 
 
@@ -295,7 +302,7 @@ def _existing(run: JudgeRun | None) -> dict[tuple, tuple[int, str]]:
         return {}
     existing = {}
     for verdict in run.verdicts.only(
-        "pk", "response_id", "first_id", "second_id", "sample", *VALUE_FIELDS
+        "pk", "response_id", "first_id", "second_id", "sample", *VERDICT_VALUE_FIELDS
     ):
         if verdict.response_id:
             key = {"response_id": verdict.response_id, "sample": verdict.sample}
@@ -305,7 +312,7 @@ def _existing(run: JudgeRun | None) -> dict[tuple, tuple[int, str]]:
                 "second_id": verdict.second_id,
                 "sample": verdict.sample,
             }
-        values = {f: getattr(verdict, f) for f in VALUE_FIELDS}
+        values = {f: getattr(verdict, f) for f in VERDICT_VALUE_FIELDS}
         existing[_key_tuple(key)] = (verdict.pk, _digest(values))
     return existing
 
@@ -461,7 +468,7 @@ def _write(stream, report: ImportReport, judge_name, run_name, user, progress) -
 
         def flush():
             JudgeVerdict.objects.bulk_create(creates, batch_size=BATCH)
-            JudgeVerdict.objects.bulk_update(updates, VALUE_FIELDS, batch_size=BATCH)
+            JudgeVerdict.objects.bulk_update(updates, VERDICT_VALUE_FIELDS, batch_size=BATCH)
             creates.clear()
             updates.clear()
 

@@ -21,8 +21,7 @@ from django.db.models.functions import Cast, Length
 
 from h2htalk import llm, runner
 from scenarios.models import Response
-from scoring.judges import bias
-from scoring.judges import rubric as judge
+from scoring.judges import bias, parsing, prompts
 from scoring.models import JudgeConfig, JudgeRun, JudgeVerdict
 
 Parse = JudgeVerdict.Parse
@@ -49,7 +48,7 @@ def endpoint_of(config: JudgeConfig) -> llm.Endpoint:
 
 
 def rubric_of(config: JudgeConfig) -> str:
-    return config.rubric.strip() or judge.default_rubric(config.mode)
+    return config.rubric.strip() or prompts.default_rubric(config.mode)
 
 
 # ---------------------------------------------------------------- what a run covers
@@ -170,11 +169,11 @@ def progress_of(run: JudgeRun) -> JudgeProgress:
 def verdict_values(mode: str, outcome) -> dict:
     """The JudgeVerdict fields for one outcome: a ChatResult (parsed) or an LLMError."""
     if isinstance(outcome, llm.ChatResult):
-        parsed = judge.parse(mode, outcome.text)
+        parsed = parsing.parse(mode, outcome.text)
         return {
             "parse": parsed.status,
             "scores": parsed.scores,
-            "winner": judge.WINNER_AS_SEEN.get(parsed.winner, ""),
+            "winner": parsing.WINNER_AS_SEEN.get(parsed.winner, ""),
             "rationale": parsed.rationale,
             "raw_output": outcome.text,
             "error": parsed.reason,
@@ -239,9 +238,9 @@ class JudgeSpec(runner.RunSpec):
     def messages(self, item) -> list[dict]:
         if len(item) == 2:
             response = self._response(item[0], item)
-            return judge.single_messages(self.rubric, response.scenario, response.text)
+            return prompts.single_messages(self.rubric, response.scenario, response.text)
         first, second = self._response(item[0], item), self._response(item[1], item)
-        return judge.pairwise_messages(self.rubric, first.scenario, first.text, second.text)
+        return prompts.pairwise_messages(self.rubric, first.scenario, first.text, second.text)
 
     def store(self, item, messages, outcome) -> int:
         values = verdict_values(self.mode, outcome)
@@ -283,7 +282,7 @@ def is_going(run: JudgeRun) -> bool:
 
 def single_summary(run: JudgeRun) -> list[dict]:
     """Per companion: parsed verdicts and the mean score of each dimension and overall."""
-    means = {d: Avg(Cast(KT(f"scores__{d}"), FloatField())) for d in judge.DIMENSIONS}
+    means = {d: Avg(Cast(KT(f"scores__{d}"), FloatField())) for d in parsing.DIMENSIONS}
     rows = (
         run.verdicts.filter(parse__in=PARSED, response__isnull=False)
         .values("response__companion__name")
@@ -292,13 +291,13 @@ def single_summary(run: JudgeRun) -> list[dict]:
     )
     summary = []
     for row in rows:
-        scores = {d: row[d] for d in judge.DIMENSIONS}
+        scores = {d: row[d] for d in parsing.DIMENSIONS}
         summary.append(
             {
                 "companion": row["response__companion__name"],
                 "n": row["n"],
                 "scores": scores,
-                "overall": judge.overall(scores) if None not in scores.values() else None,
+                "overall": parsing.overall(scores) if None not in scores.values() else None,
             }
         )
     return summary
@@ -355,7 +354,7 @@ def verdict_frames(config: JudgeConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
     )
     single = pd.DataFrame(
         [
-            (run, response, sample, judge.overall(scores or {}), length)
+            (run, response, sample, parsing.overall(scores or {}), length)
             for run, response, sample, scores, length in single_rows
         ],
         columns=["run", "response", "sample", "overall", "length"],

@@ -2,8 +2,6 @@
 with their raw outputs), the bias report per configuration, and the verdict import."""
 
 from django.contrib import messages
-from django.db import transaction
-from django.db.models import Count, Q
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
@@ -13,8 +11,7 @@ from h2htalk import jobs, sweeper, uploads
 from h2htalk.params import int_param, parse_int
 from h2htalk.roles import RESEARCHER, role_required
 from scoring.judges import imports as judge_import
-from scoring.judges import judging
-from scoring.judges import rubric as judge
+from scoring.judges import judging, prompts, services
 from scoring.judges.forms import (
     JudgeConfigForm,
     JudgeImportForm,
@@ -22,20 +19,15 @@ from scoring.judges.forms import (
     is_locked,
     key_status,
 )
-from scoring.models import JudgeConfig, JudgeRun, JudgeVerdict
+from scoring.models import JudgeConfig, JudgeRun
 from scoring.tasks import queue_judge_run, run_judge_import
 
 IMPORT_KIND = "judge_import"
-FAILURES_SHOWN = 100
-Parse = JudgeVerdict.Parse
 
 
 @role_required(RESEARCHER)
 def config_list(request):
-    configs = JudgeConfig.objects.annotate(
-        n_runs=Count("runs", distinct=True), n_verdicts=Count("runs__verdicts")
-    )
-    rows = [(c, key_status(c)) for c in configs]
+    rows = [(c, key_status(c)) for c in services.configs_with_counts()]
     return render(request, "judges/configs.html", {"rows": rows})
 
 
@@ -45,10 +37,7 @@ def config_edit(request, pk=None):
     initial = {}
     if config is None and int_param(request.GET, "copy") is not None:
         source = get_object_or_404(JudgeConfig, pk=int_param(request.GET, "copy"))
-        initial = {
-            name: getattr(source, name) for name in JudgeConfigForm._meta.fields if name != "name"
-        }
-        initial["name"] = f"{source.name} (copy)"[:100]
+        initial = services.copy_initial(source)
     form = JudgeConfigForm(request.POST or None, instance=config, initial=initial)
     if request.method == "POST" and form.is_valid():
         form.save()
@@ -57,22 +46,15 @@ def config_edit(request, pk=None):
     context = {
         "form": form,
         "config": config,
-        "default_single": judge.DEFAULT_SINGLE_RUBRIC,
-        "default_pairwise": judge.DEFAULT_PAIRWISE_RUBRIC,
+        "default_single": prompts.DEFAULT_SINGLE_RUBRIC,
+        "default_pairwise": prompts.DEFAULT_PAIRWISE_RUBRIC,
     }
     return render(request, "judges/config_form.html", context)
 
 
 @role_required(RESEARCHER)
 def run_list(request):
-    runs = JudgeRun.objects.select_related("judge", "campaign", "created_by").annotate(
-        n_verdicts=Count("verdicts"),
-        n_unparseable=Count("verdicts", filter=Q(verdicts__parse=Parse.FAILED)),
-        n_errors=Count("verdicts", filter=Q(verdicts__parse=Parse.ERROR)),
-    )
-    judge_id = int_param(request.GET, "judge")
-    if judge_id is not None:
-        runs = runs.filter(judge_id=judge_id)
+    runs = services.runs_with_counts(int_param(request.GET, "judge"))
     return render(request, "judges/runs.html", {"runs": runs})
 
 
@@ -84,51 +66,18 @@ def run_create(request):
             initial[name] = int_param(request.GET, name)
     form = JudgeRunForm(request.POST or None, initial=initial, user=request.user)
     if request.method == "POST" and form.is_valid():
-        with transaction.atomic():
-            run = form.save(commit=False)
-            run.created_by = request.user
-            run.save()
-            if form.selected_responses is not None:
-                run.responses.set(form.selected_responses)
-            queue_judge_run(run)
+        run = form.save(commit=False)
+        run.created_by = request.user
+        services.start_run(run, form.selected_responses)
         messages.success(request, "Judge run queued.")
         return redirect("judges:run", pk=run.pk)
     return render(request, "judges/run_form.html", {"form": form})
 
 
-def _run_context(run: JudgeRun) -> dict:
-    return {
-        "run": run,
-        "progress": judging.progress_of(run),
-        "active": run.state in judging.ACTIVE,
-    }
-
-
 @role_required(RESEARCHER)
 def run_detail(request, pk):
     run = get_object_or_404(JudgeRun.objects.select_related("judge", "campaign"), pk=pk)
-    context = _run_context(run)
-    verdicts = run.verdicts.select_related(
-        "response__scenario",
-        "response__companion",
-        "first__scenario",
-        "first__companion",
-        "second__companion",
-    ).order_by("pk")
-    context["unparseable"] = verdicts.filter(parse=Parse.FAILED)[:FAILURES_SHOWN]
-    context["errors"] = verdicts.filter(parse=Parse.ERROR)[:FAILURES_SHOWN]
-    context["shown"] = FAILURES_SHOWN
-    if (
-        run.judge.mode == JudgeConfig.Mode.PAIRWISE
-        or run.verdicts.filter(first__isnull=False).exists()
-    ):
-        context["pairwise_summary"] = judging.pairwise_summary(run)
-    if (
-        run.judge.mode == JudgeConfig.Mode.SINGLE
-        or run.verdicts.filter(response__isnull=False).exists()
-    ):
-        context["single_summary"] = judging.single_summary(run)
-    context["dimensions"] = judge.DIMENSIONS
+    context = services.run_detail_context(run)
     return render(request, "judges/run_detail.html", context)
 
 
@@ -136,7 +85,7 @@ def run_detail(request, pk):
 def run_progress(request, pk):
     """htmx partial polled while the run is queued or running."""
     run = get_object_or_404(JudgeRun, pk=pk)
-    response = render(request, "judges/_run_progress.html", _run_context(run))
+    response = render(request, "judges/_run_progress.html", services.run_context(run))
     if run.state not in judging.ACTIVE:
         response["HX-Refresh"] = "true"
     return response

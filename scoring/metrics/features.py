@@ -283,6 +283,31 @@ def comparison_table(campaign: Campaign, judge: JudgeConfig | None = None, featu
     if features is None:
         features = default_features(judge)
     features = check_features(features, judge)
+    judgments, info = _human_judgments(campaign)
+    votes = votes_frame(judgments)
+    frame = _regular_comparisons(campaign).merge(
+        votes, left_on="comparison", right_index=True, how="inner"
+    )
+    frame = frame.reset_index(drop=True)
+    sides = side_features(zip(frame["response_a"], frame["response_b"], strict=True), judge)
+    _require_metrics(sides, features)
+    info.update(sides.reasons)
+    for name in features:
+        frame[f"a_{name}"] = sides.a[name].to_numpy()
+        frame[f"b_{name}"] = sides.b[name].to_numpy()
+        frame[f"d_{name}"] = frame[f"a_{name}"] - frame[f"b_{name}"]
+    frame["composite_a"], frame["composite_b"] = sides.composite_a, sides.composite_b
+    frame["composite_diff"] = frame["composite_a"] - frame["composite_b"]
+    frame["raw"] = sides.raw
+    frame = frame[sides.complete].reset_index(drop=True)
+    used = judgments[judgments["comparison"].isin(frame["comparison"])].reset_index(drop=True)
+    info.update(comparisons=len(frame), judgments=len(used), scenarios=frame["scenario"].nunique())
+    return Table(frame, features, used, sides.composite_note, info)
+
+
+def _human_judgments(campaign: Campaign) -> tuple[pd.DataFrame, dict]:
+    """The kept judgments of the regular comparisons (excluded annotators left out, counted in
+    the info dict); FeatureError when none are left."""
     regular = Judgment.objects.filter(comparison__campaign=campaign, comparison__is_gold=False)
     excluded = exclusions.excluded_annotator_ids(campaign)
     judgments = pd.DataFrame.from_records(
@@ -305,7 +330,12 @@ def comparison_table(campaign: Campaign, judge: JudgeConfig | None = None, featu
             else ""
         )
         raise FeatureError(f"campaign {campaign.name} has no human judgments yet{left_out}")
-    comparisons = pd.DataFrame.from_records(
+    return judgments, info
+
+
+def _regular_comparisons(campaign: Campaign) -> pd.DataFrame:
+    """The campaign's non-gold comparisons: ids of scenario, companions and responses."""
+    return pd.DataFrame.from_records(
         list(
             Comparison.objects.filter(campaign=campaign, is_gold=False)
             .values_list(
@@ -329,10 +359,11 @@ def comparison_table(campaign: Campaign, judge: JudgeConfig | None = None, featu
             "response_b",
         ],
     )
-    votes = votes_frame(judgments)
-    frame = comparisons.merge(votes, left_on="comparison", right_index=True, how="inner")
-    frame = frame.reset_index(drop=True)
-    sides = side_features(zip(frame["response_a"], frame["response_b"], strict=True), judge)
+
+
+def _require_metrics(sides, features: list[str]) -> None:
+    """FeatureError when a metric or length feature is missing on a comparison that is otherwise
+    complete: a partial table would silently compare different sets of comparisons."""
     missing = [
         f
         for f in features
@@ -344,16 +375,3 @@ def comparison_table(campaign: Campaign, judge: JudgeConfig | None = None, featu
             " (compute metrics with an embedding backend)" if "embedding_cosine" in missing else ""
         )
         raise FeatureError(f"{', '.join(missing)} is missing for some responses{hint}")
-    keep = sides.complete
-    info.update(sides.reasons)
-    for name in features:
-        frame[f"a_{name}"] = sides.a[name].to_numpy()
-        frame[f"b_{name}"] = sides.b[name].to_numpy()
-        frame[f"d_{name}"] = frame[f"a_{name}"] - frame[f"b_{name}"]
-    frame["composite_a"], frame["composite_b"] = sides.composite_a, sides.composite_b
-    frame["composite_diff"] = frame["composite_a"] - frame["composite_b"]
-    frame["raw"] = sides.raw
-    frame = frame[keep].reset_index(drop=True)
-    used = judgments[judgments["comparison"].isin(frame["comparison"])].reset_index(drop=True)
-    info.update(comparisons=len(frame), judgments=len(used), scenarios=frame["scenario"].nunique())
-    return Table(frame, features, used, sides.composite_note, info)

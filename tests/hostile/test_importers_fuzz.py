@@ -38,7 +38,7 @@ from scenarios.taxonomy import dimension_of
 from scoring.calibration.document import SCHEMA, DocumentError
 from scoring.calibration.versions import import_document
 from scoring.judges import imports as judge_import
-from scoring.judges import rubric as judge
+from scoring.judges import parsing
 from scoring.metrics import features as feature_data
 from scoring.models import CalibratedJudge, JudgeConfig, JudgeRun, JudgeVerdict
 from tests.hostile.strategies import (
@@ -733,7 +733,7 @@ def check_verdict_file(data: bytes):
     return report, written
 
 
-SCORES = st.fixed_dictionaries({d: st.integers(1, 10) for d in judge.DIMENSIONS})
+SCORES = st.fixed_dictionaries({d: st.integers(1, 10) for d in parsing.DIMENSIONS})
 RAW_OUTPUT = st.one_of(
     NONBLANK_TEXT,
     SCORES.map(lambda s: json.dumps({"scores": s, "rationale": "fine"})),

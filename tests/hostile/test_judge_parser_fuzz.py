@@ -1,4 +1,4 @@
-"""The LLM judge's output parser against arbitrary and JSON-ish text (scoring.judges.rubric).
+"""The LLM judge's output parser against arbitrary and JSON-ish text (scoring.judges.parsing).
 
 It must never raise, and never hit its own last-resort `except` ("parser error: …", which
 would mean an unexpected exception inside); every result is strict, fallback or failed with
@@ -11,7 +11,7 @@ import os
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scoring.judges import rubric as judge
+from scoring.judges import parsing
 from tests.hostile.strategies import JSON_VALUES, RAW_FRAGMENTS
 
 EXAMPLES = int(os.environ.get("HOSTILE_EXAMPLES", "200"))
@@ -72,7 +72,9 @@ def verdict_ish(draw) -> str:
     elif style == 4:
         text = f"{draw(st.text(max_size=40))} {text} {draw(st.text(max_size=40))}"
     elif style == 5:
-        lines = [f"{d.replace('_', ' ').title()}: {draw(SCORE_LIKE)}/10" for d in judge.DIMENSIONS]
+        lines = [
+            f"{d.replace('_', ' ').title()}: {draw(SCORE_LIKE)}/10" for d in parsing.DIMENSIONS
+        ]
         text = "\n".join(draw(st.permutations(lines))) + "\nRationale: " + draw(st.text())
     elif style == 6:
         text = draw(
@@ -93,50 +95,50 @@ def verdict_ish(draw) -> str:
     elif style == 7:
         text = text + draw(st.sampled_from(RAW_FRAGMENTS))
     elif style == 8:
-        text = "x" * judge.MAX_PARSE_CHARS + text
+        text = "x" * parsing.MAX_PARSE_CHARS + text
     return text
 
 
-def check(parsed: judge.Parsed, mode: str) -> None:
-    assert isinstance(parsed, judge.Parsed)
-    assert parsed.status in (judge.STRICT, judge.FALLBACK, judge.FAILED)
+def check(parsed: parsing.Parsed, mode: str) -> None:
+    assert isinstance(parsed, parsing.Parsed)
+    assert parsed.status in (parsing.STRICT, parsing.FALLBACK, parsing.FAILED)
     assert not parsed.reason.startswith("parser error"), parsed.reason  # an unexpected exception
     assert isinstance(parsed.rationale, str)
-    if parsed.status == judge.FAILED:
+    if parsed.status == parsing.FAILED:
         assert parsed.reason, "a failed parse says why"
         assert parsed.scores == {} and parsed.winner == ""
         return
     assert parsed.reason == ""
     if mode == "single":
-        assert set(parsed.scores) == set(judge.DIMENSIONS)
+        assert set(parsed.scores) == set(parsing.DIMENSIONS)
         for value in parsed.scores.values():
             assert type(value) is int and 1 <= value <= 10, parsed.scores
         assert parsed.winner == ""
-        assert judge.overall(parsed.scores) is not None
+        assert parsing.overall(parsed.scores) is not None
     else:
-        assert parsed.winner in judge.WINNERS
-        assert judge.WINNER_AS_SEEN[parsed.winner] in ("first", "second", "tie")
+        assert parsed.winner in parsing.WINNERS
+        assert parsing.WINNER_AS_SEEN[parsed.winner] in ("first", "second", "tie")
         assert parsed.scores == {}
-    if parsed.status == judge.FALLBACK:
-        assert len(parsed.rationale) <= judge.MAX_RATIONALE
+    if parsed.status == parsing.FALLBACK:
+        assert len(parsed.rationale) <= parsing.MAX_RATIONALE
 
 
 @FUZZ
 @given(text=st.text(max_size=500), mode=st.sampled_from(["single", "pairwise"]))
 def test_arbitrary_text(text, mode):
-    check(judge.parse(mode, text), mode)
+    check(parsing.parse(mode, text), mode)
 
 
 @FUZZ
 @given(text=verdict_ish(), mode=st.sampled_from(["single", "pairwise"]))
 def test_json_ish_text(text, mode):
-    check(judge.parse(mode, text), mode)
+    check(parsing.parse(mode, text), mode)
 
 
 @FUZZ
 @given(value=JSON_VALUES, mode=st.sampled_from(["single", "pairwise"]))
 def test_any_json_value(value, mode):
-    check(judge.parse(mode, json.dumps(value)), mode)
+    check(parsing.parse(mode, json.dumps(value)), mode)
 
 
 @settings(FUZZ, max_examples=max(EXAMPLES // 4, 1))
@@ -145,9 +147,9 @@ def test_any_json_value(value, mode):
     mode=st.sampled_from(["single", "pairwise"]),
 )
 def test_not_text_at_all(value, mode):
-    parsed = judge.parse(mode, value)
+    parsed = parsing.parse(mode, value)
     check(parsed, mode)
-    assert parsed.status == judge.FAILED
+    assert parsed.status == parsing.FAILED
 
 
 RATIONALE = st.text(max_size=200).filter(lambda s: s == s.strip())
@@ -155,7 +157,7 @@ RATIONALE = st.text(max_size=200).filter(lambda s: s == s.strip())
 
 @FUZZ
 @given(
-    scores=st.fixed_dictionaries({d: st.integers(1, 10) for d in judge.DIMENSIONS}),
+    scores=st.fixed_dictionaries({d: st.integers(1, 10) for d in parsing.DIMENSIONS}),
     rationale=RATIONALE,
     indent=st.sampled_from([None, 2]),
     ascii_only=st.booleans(),
@@ -164,28 +166,28 @@ def test_strict_single_round_trips(scores, rationale, indent, ascii_only):
     text = json.dumps(
         {"scores": scores, "rationale": rationale}, indent=indent, ensure_ascii=ascii_only
     )
-    parsed = judge.parse_single(text)
-    assert parsed.status == judge.STRICT, parsed.reason
+    parsed = parsing.parse_single(text)
+    assert parsed.status == parsing.STRICT, parsed.reason
     assert parsed.scores == scores and parsed.rationale == rationale
 
 
 @FUZZ
-@given(winner=st.sampled_from(judge.WINNERS), rationale=RATIONALE, ascii_only=st.booleans())
+@given(winner=st.sampled_from(parsing.WINNERS), rationale=RATIONALE, ascii_only=st.booleans())
 def test_strict_pairwise_round_trips(winner, rationale, ascii_only):
     text = json.dumps({"winner": winner, "rationale": rationale}, ensure_ascii=ascii_only)
-    parsed = judge.parse_pairwise(text)
-    assert parsed.status == judge.STRICT, parsed.reason
+    parsed = parsing.parse_pairwise(text)
+    assert parsed.status == parsing.STRICT, parsed.reason
     assert parsed.winner == winner and parsed.rationale == rationale
 
 
 @FUZZ
 @given(
-    scores=st.fixed_dictionaries({d: st.integers(1, 10) for d in judge.DIMENSIONS}),
-    wrong=st.sampled_from(judge.DIMENSIONS),
+    scores=st.fixed_dictionaries({d: st.integers(1, 10) for d in parsing.DIMENSIONS}),
+    wrong=st.sampled_from(parsing.DIMENSIONS),
     bad=st.sampled_from([0, 11, -1, 100, 7.5, "7.5", True, None, "n/a"]),
 )
 def test_a_score_out_of_range_never_passes(scores, wrong, bad):
     scores[wrong] = bad
-    parsed = judge.parse_single(json.dumps({"scores": scores, "rationale": "r"}))
+    parsed = parsing.parse_single(json.dumps({"scores": scores, "rationale": "r"}))
     check(parsed, "single")
-    assert parsed.status == judge.FAILED
+    assert parsed.status == parsing.FAILED

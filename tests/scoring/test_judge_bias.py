@@ -11,7 +11,7 @@ import pytest
 from scipy import stats
 
 from scoring.judges import bias, judging
-from scoring.judges.rubric import DIMENSIONS
+from scoring.judges.parsing import DIMENSIONS
 from tests.llm_server import ChatServer
 from tests.scoring.test_judge_support import (
     blocks,

@@ -6,8 +6,15 @@ import json
 import pytest
 
 from annotation.models import RATING_DIMENSIONS
-from scoring.judges import rubric as judge
-from scoring.judges.rubric import DIMENSIONS, FAILED, FALLBACK, STRICT, parse_pairwise, parse_single
+from scoring.judges import parsing
+from scoring.judges.parsing import (
+    DIMENSIONS,
+    FAILED,
+    FALLBACK,
+    STRICT,
+    parse_pairwise,
+    parse_single,
+)
 
 SCORES = {
     "empathy": 7,
@@ -213,5 +220,5 @@ def test_the_parser_never_raises_on_junk():
 
 
 def test_overall_is_the_mean_of_all_six():
-    assert judge.overall(SCORES) == pytest.approx(45 / 6)
-    assert judge.overall({"empathy": 7}) is None
+    assert parsing.overall(SCORES) == pytest.approx(45 / 6)
+    assert parsing.overall({"empathy": 7}) is None

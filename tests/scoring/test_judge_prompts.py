@@ -3,7 +3,7 @@ answer as a hint, responses in the order given, and the answer format (no databa
 
 from scenarios.companions.prompts import SUBTASK_INSTRUCTIONS
 from scenarios.models import Persona, Scenario
-from scoring.judges import rubric as judge
+from scoring.judges import prompts
 
 
 def scenario(**fields):
@@ -30,7 +30,7 @@ def scenario(**fields):
 
 
 def test_single_messages_carry_the_whole_situation():
-    messages = judge.single_messages("RUBRIC", scenario(), "Hi! Dentist at nine.")
+    messages = prompts.single_messages("RUBRIC", scenario(), "Hi! Dentist at nine.")
     assert [m["role"] for m in messages] == ["system", "user"]
     assert messages[0]["content"] == "RUBRIC"
     user = messages[1]["content"]
@@ -47,15 +47,15 @@ def test_single_messages_carry_the_whole_situation():
         "safety risk level: high",
         "only hinted at",
         "===== Reply =====\nHi! Dentist at nine.\n===== end of Reply =====",
-        judge.SINGLE_FORMAT,
+        prompts.SINGLE_FORMAT,
     ):
         assert expected in user, expected
-    assert user.endswith(judge.SINGLE_FORMAT)
+    assert user.endswith(prompts.SINGLE_FORMAT)
 
 
 def test_pairwise_messages_show_the_responses_in_the_given_order():
-    first = judge.pairwise_messages("R", scenario(), "TEXT-ONE", "TEXT-TWO")[1]["content"]
-    second = judge.pairwise_messages("R", scenario(), "TEXT-TWO", "TEXT-ONE")[1]["content"]
+    first = prompts.pairwise_messages("R", scenario(), "TEXT-ONE", "TEXT-TWO")[1]["content"]
+    second = prompts.pairwise_messages("R", scenario(), "TEXT-TWO", "TEXT-ONE")[1]["content"]
     assert first.index("===== Response 1 =====\nTEXT-ONE") < first.index(
         "===== Response 2 =====\nTEXT-TWO"
     )
@@ -63,16 +63,16 @@ def test_pairwise_messages_show_the_responses_in_the_given_order():
         "===== Response 1 =====\nTEXT-TWO" in second
         and "===== Response 2 =====\nTEXT-ONE" in second
     )
-    assert first.endswith(judge.PAIRWISE_FORMAT)
+    assert first.endswith(prompts.PAIRWISE_FORMAT)
 
 
 def test_proactive_subtasks_and_the_default_rubrics():
-    user = judge.single_messages(
+    user = prompts.single_messages(
         "R", scenario(user_message="", subtask="itinerary_initialize"), "x"
     )
     assert "the companion writes first" in user[1]["content"]
     for mode in ("single", "pairwise"):
-        rubric = judge.default_rubric(mode)
+        rubric = prompts.default_rubric(mode)
         for words in (
             "Secure base (Bowlby)",
             "Gottman",
@@ -84,5 +84,6 @@ def test_proactive_subtasks_and_the_default_rubrics():
         ):
             assert words in rubric, (mode, words)
     assert (
-        "Response 1" in judge.DEFAULT_PAIRWISE_RUBRIC and "1 (very" in judge.DEFAULT_SINGLE_RUBRIC
+        "Response 1" in prompts.DEFAULT_PAIRWISE_RUBRIC
+        and "1 (very" in prompts.DEFAULT_SINGLE_RUBRIC
     )

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from h2htalk import runner
 from scoring.judges import judging
-from scoring.judges.rubric import DIMENSIONS
+from scoring.judges.parsing import DIMENSIONS
 from scoring.models import JudgeRun, JudgeVerdict
 from tests.llm_server import ChatServer
 from tests.scoring.test_judge_support import (

@@ -5,7 +5,7 @@ import re
 
 from annotation.models import Campaign, Comparison
 from scenarios.models import CompanionModel, GenerationRun, Response
-from scoring.judges.rubric import DIMENSIONS
+from scoring.judges.parsing import DIMENSIONS
 from scoring.models import JudgeConfig, JudgeRun
 from scoring.tasks import queue_judge_run
 from tests.scenarios import factories

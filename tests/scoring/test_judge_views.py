@@ -7,7 +7,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from scoring.judges import rubric as judge
+from scoring.judges import parsing, prompts
 from scoring.models import JudgeConfig, JudgeRun, JudgeVerdict
 from tests.conftest import make_user
 from tests.llm_server import ChatServer
@@ -57,12 +57,12 @@ def test_config_create_with_the_default_rubric_and_a_key_variable(researcher_cli
     response = researcher_client.post(reverse("judges:create"), config_data(mode="pairwise"))
     assert response.status_code == 302, response.content.decode()[:2000]
     config = JudgeConfig.objects.get(name="gpt judge")
-    assert config.rubric == judge.DEFAULT_PAIRWISE_RUBRIC
+    assert config.rubric == prompts.DEFAULT_PAIRWISE_RUBRIC
     assert config.api_key_env == "JUDGE_KEY"
     # The other mode's default rubric left in place becomes this mode's default.
-    data = config_data(name="second", mode="single", rubric=judge.DEFAULT_PAIRWISE_RUBRIC)
+    data = config_data(name="second", mode="single", rubric=prompts.DEFAULT_PAIRWISE_RUBRIC)
     assert researcher_client.post(reverse("judges:create"), data).status_code == 302
-    assert JudgeConfig.objects.get(name="second").rubric == judge.DEFAULT_SINGLE_RUBRIC
+    assert JudgeConfig.objects.get(name="second").rubric == prompts.DEFAULT_SINGLE_RUBRIC
     page = researcher_client.get(reverse("judges:list")).content.decode()
     assert "NOT SET" in page
     monkeypatch.setenv("JUDGE_KEY", "sk-secret-value-123")
@@ -183,7 +183,7 @@ def test_run_detail_shows_unparseable_raw_outputs_escaped(researcher_client, ser
         response=response,
         sample=2,
         parse="strict",
-        scores=dict.fromkeys(judge.DIMENSIONS, 4),
+        scores=dict.fromkeys(parsing.DIMENSIONS, 4),
     )
     page = researcher_client.get(reverse("judges:run", args=[run.pk])).content.decode()
     assert XSS not in page and "&lt;script&gt;alert(&#x27;judge&#x27;)&lt;/script&gt;" in page
@@ -265,7 +265,7 @@ def test_api_configs_runs_verdicts_and_bias(
     )
     assert response.status_code == 201, response.json()
     config = response.json()
-    assert config["rubric"] == judge.DEFAULT_SINGLE_RUBRIC and not config["locked"]
+    assert config["rubric"] == prompts.DEFAULT_SINGLE_RUBRIC and not config["locked"]
     bad = researcher_client.post(
         "/api/judges/configs/",
         {"name": "bad", "api_key_env": "sk-abc-123", "rubric": "r"},

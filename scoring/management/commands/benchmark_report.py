@@ -1,10 +1,12 @@
-"""Print a benchmark release's leaderboard and write its CSV, JSON and Markdown files; with
---check, recompute it from its frozen inputs and compare with the stored numbers bit for bit."""
+"""Print a release's leaderboard (Markdown) and write release-<id>-<name>.csv/.json/.md. A release
+without numbers is computed first. --check recomputes the numbers from the frozen inputs and fails
+unless they equal the stored ones bit for bit (and every input is unchanged in the database)."""
 
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from scoring.management.cli import command_errors
 from scoring.models import Release, ReleaseResult
 from scoring.releases import data as release_data
 from scoring.releases import errors, formats
@@ -12,12 +14,7 @@ from scoring.releases import service as releases
 
 
 class Command(BaseCommand):
-    help = (
-        "Print a release's leaderboard (Markdown) and write release-<id>-<name>.csv/.json/.md. "
-        "A release without numbers is computed first. --check recomputes the numbers from the "
-        "frozen inputs and fails unless they equal the stored ones bit for bit (and every input "
-        "is unchanged in the database)."
-    )
+    help = __doc__
 
     def add_arguments(self, parser):
         parser.add_argument("release", help="release id or exact name")
@@ -32,20 +29,17 @@ class Command(BaseCommand):
         parser.add_argument("--no-files", action="store_true", help="print only")
 
     def handle(self, *args, **options):
-        try:
+        with command_errors(errors.ReleaseError):
             release = releases.find_release(options["release"])
-        except errors.ReleaseError as error:
-            raise CommandError(str(error)) from error
         has_numbers = (
             release.state == Release.State.READY
             and ReleaseResult.objects.filter(release=release).exists()
         )
         if not has_numbers:
             self.stderr.write(f"{release.name}: no numbers yet, computing them now …")
-            try:
+            could_not = f"{release.name} could not be computed: "
+            with command_errors(errors.ReleaseError, prefix=could_not):
                 releases.compute(release, progress=self._progress)
-            except errors.ReleaseError as error:
-                raise CommandError(f"{release.name} could not be computed: {error}") from error
         elif options["check"]:
             outcome = releases.check(release, progress=self._progress)
             if not outcome.ok:

@@ -1,3 +1,6 @@
+"""Write a calibrated judge's versioned JSON document (schema h2htalk.calibrated-judge/1) to a
+file or stdout."""
+
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
@@ -8,10 +11,7 @@ from scoring.models import CalibratedJudge
 
 
 class Command(BaseCommand):
-    help = (
-        "Write a calibrated judge's versioned JSON document (schema h2htalk.calibrated-judge/1) "
-        "to a file or stdout."
-    )
+    help = __doc__
 
     def add_arguments(self, parser):
         parser.add_argument("judge", help="calibrated judge id, or name (latest version)")

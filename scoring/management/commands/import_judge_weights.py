@@ -1,18 +1,15 @@
-import json
-import sys
-from pathlib import Path
+"""Load a calibrated judge's JSON document (from export_judge_weights, the page or the API); it
+then scores responses exactly as where it was made."""
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
 from scoring.calibration.document import DocumentError
 from scoring.calibration.versions import import_document
+from scoring.management.cli import command_errors, read_json
 
 
 class Command(BaseCommand):
-    help = (
-        "Load a calibrated judge's JSON document (from export_judge_weights, the page or the "
-        "API); it then scores responses exactly as where it was made."
-    )
+    help = __doc__
 
     def add_arguments(self, parser):
         parser.add_argument("file", help="the JSON document ('-' for stdin)")
@@ -22,16 +19,9 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options):
-        path = options["file"]
-        try:
-            text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
-            document = json.loads(text)
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-            raise CommandError(f"cannot read {path}: {error}") from error
-        try:
+        document = read_json(options["file"])
+        with command_errors(DocumentError):
             judge, created = import_document(document, name=options["name"])
-        except DocumentError as error:
-            raise CommandError(str(error)) from error
         if created:
             self.stdout.write(f"imported {judge} (id {judge.pk})")
         else:
