@@ -603,7 +603,7 @@ def run_fit_job(job_id: int) -> None:
         raise
     jobs.finish(
         job_id,
-        Job.State.SUCCEEDED,
+        Job.State.COMPLETED,
         f"{calibrated} fitted on {calibrated.document['training']['comparisons']} comparisons",
         {"calibrated_judge": calibrated.pk},
     )

@@ -21,6 +21,7 @@ from scoring.calibration import services as calibration
 from scoring.calibration.forms import CalibrationForm, ImportForm, MetricsForm, RoutingForm
 from scoring.metrics import features as feature_data
 from scoring.metrics import jobs as metric_jobs
+from scoring.tasks import queue_metrics_job
 
 JOB_KINDS = (calibration.KIND, metric_jobs.KIND)
 RECENT_JOBS = 10
@@ -248,7 +249,7 @@ def calibration_metrics(request):
         messages.error(request, "Choose a campaign you manage.")
         return redirect("calibration:list")
     with transaction.atomic():
-        job = metric_jobs.queue_job(
+        job = queue_metrics_job(
             request.user,
             campaign=form.cleaned_data["campaign"],
             recompute=form.cleaned_data["recompute"],

@@ -161,7 +161,7 @@ def test_fit_as_a_background_job(
         response = fit_by_page(researcher_client, campaign, judge)
     job = Job.objects.get(kind=calibration.KIND)
     assert response["Location"] == f"{reverse('calibration:list')}#job-{job.pk}"
-    assert job.state == Job.State.SUCCEEDED, job.message
+    assert job.state == Job.State.COMPLETED, job.message
     stored = CalibratedJudge.objects.get(pk=job.result["calibrated_judge"])
     assert stored.created_by == researcher
     listing = researcher_client.get(reverse("calibration:list")).content.decode()

@@ -28,7 +28,7 @@ def test_a_worker_freezes_computes_and_verifies_a_large_release(
         release.refresh_from_db()
         job = Job.objects.get(pk=release.job_id)
         assert job.kind == releases.KIND
-        wait_for(lambda: Job.objects.get(pk=job.pk).state == Job.State.SUCCEEDED, timeout=30)
+        wait_for(lambda: Job.objects.get(pk=job.pk).state == Job.State.COMPLETED, timeout=30)
         assert release.result.data["counts"]["votes"] == 108
         releases.queue_compute(release, researcher)
         wait_for(lambda: Release.objects.get(pk=release.pk).check_ok is not None, timeout=90)
