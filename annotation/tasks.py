@@ -4,7 +4,7 @@ from celery import shared_task
 from django.db import transaction
 
 from h2htalk import jobs
-from h2htalk.models import Job
+from h2htalk.models import Job, State
 
 from .models import Campaign, Comparison
 from .pairing import available_responses, build_comparisons, choose_pairs
@@ -71,7 +71,7 @@ def run_campaign_build(job_id: int) -> None:
         total = campaign.comparisons.count()
         jobs.report_progress(job_id, STEPS, STEPS, "done")
     except Exception as error:
-        jobs.finish(job_id, Job.State.FAILED, f"{type(error).__name__}: {error}")
+        jobs.finish(job_id, State.FAILED, f"{type(error).__name__}: {error}")
         raise
     message = f"{created} new comparison(s), {total} in the campaign"
     if removed:
@@ -80,7 +80,7 @@ def run_campaign_build(job_id: int) -> None:
         message += ": no scenario has responses from two of the chosen companions in these runs"
     jobs.finish(
         job_id,
-        Job.State.SUCCEEDED,
+        State.COMPLETED,
         message,
         {"campaign_id": campaign.pk, "created": created, "removed": removed, "total": total},
     )

@@ -1,4 +1,4 @@
-"""Job lifecycle, live progress and heartbeats shared by every background task.
+"""Job lifecycle and live progress, shared by every background task that is a Job row.
 
 Live progress goes through the cache (Redis when a broker is configured) because an atomic
 import holds its writes in one transaction: progress written to the database inside it would
@@ -10,60 +10,40 @@ is not claimed: `start` raises `NotClaimed`, a Celery `Ignore`, so a duplicate m
 redelivers an unacknowledged one after its visibility timeout; the sweeper may send another)
 is dropped without running the job twice and without an error in the worker log.
 
-Heartbeat. While a job runs, a daemon thread of the executing process writes the time to the
-cache every `heartbeat_seconds()` (the cache, not the database: an import's transaction would
-hide a database heartbeat, and a row lock could block it). `finish` and Celery's task_postrun
-stop it. A killed worker stops beating, and `h2htalk.sweeper` re-queues the job (kinds
-registered here with `register`) or fails it once its heartbeat is older than
-JOB_STALE_SECONDS.
+Heartbeat. `start` starts the job's heartbeat (`h2htalk.heartbeat`, the one every kind of
+background work beats) and `finish` stops it. A killed worker stops beating, and
+`h2htalk.sweeper` re-queues the job (kinds registered here with `register`) or fails it once its
+heartbeat is older than JOB_STALE_SECONDS.
 """
 
-import hashlib
 import logging
-import os
 import threading
-import time
 
 from celery.exceptions import Ignore, SoftTimeLimitExceeded
-from celery.signals import task_postrun
 from django.conf import settings
 from django.core.cache import cache
-from django.db import connection, connections
+from django.db import connection
 from django.db.models import F
 from django.http import Http404
 from django.utils import timezone
 
-from . import uploads
-from .models import Job
+from . import heartbeat, uploads
+from .models import Job, State
 from .roles import ADMIN, user_roles
 
 logger = logging.getLogger(__name__)
 
 PROGRESS_TTL = 24 * 3600
-HEARTBEAT_TTL = 24 * 3600
-
-
-def setting(name: str, default: float) -> float:
-    """A number from settings, else from the environment (a worker's env in the tests)."""
-    value = getattr(settings, name, None)
-    if value is None:
-        value = os.environ.get(name) or default
-    return float(value)
-
-
-def stale_seconds() -> float:
-    """A running job whose heartbeat is older than this lost its worker (default 60 s)."""
-    return setting("JOB_STALE_SECONDS", 60)
 
 
 def max_attempts() -> int:
     """Attempts (the first run included) before a job that keeps losing its worker fails."""
-    return max(1, int(setting("JOB_MAX_ATTEMPTS", 3)))
+    return max(1, settings.JOB_MAX_ATTEMPTS)
 
 
 def time_limit_seconds() -> float:
     """An import job running longer than this is stopped (JOB_TIME_LIMIT_SECONDS, 1 h)."""
-    return setting("JOB_TIME_LIMIT_SECONDS", 3600)
+    return settings.JOB_TIME_LIMIT_SECONDS
 
 
 def time_limits() -> dict:
@@ -85,11 +65,6 @@ def failure_message(error: BaseException) -> str:
     if isinstance(error, SoftTimeLimitExceeded):
         return timed_out_message()
     return f"{type(error).__name__}: {error}"
-
-
-def heartbeat_seconds() -> float:
-    """How often a running job beats: a quarter of the stale threshold, at most 5 s."""
-    return max(0.2, min(5.0, stale_seconds() / 4))
 
 
 # ---------------------------------------------------------------- kinds the sweeper may re-run
@@ -118,18 +93,13 @@ def restartable_kinds() -> list[str]:
 # ---------------------------------------------------------------- cache keys
 
 
-def _namespace() -> str:
-    """Job ids repeat across databases that share a Redis (test runs, bench): key by database."""
-    name = str(connections["default"].settings_dict.get("NAME") or "")
-    return hashlib.sha1(name.encode(), usedforsecurity=False).hexdigest()[:8]
-
-
 def _key(job_id: int) -> str:
-    return f"job-progress:{_namespace()}:{job_id}"
+    return f"job-progress:{heartbeat.namespace()}:{job_id}"
 
 
-def heartbeat_key(job_id: int) -> str:
-    return f"job-heartbeat:{_namespace()}:{job_id}"
+def heartbeat_of(job_id: int) -> str:
+    """The heartbeat subject of a job."""
+    return heartbeat.subject(Job, job_id)
 
 
 # ---------------------------------------------------------------- progress
@@ -151,7 +121,7 @@ def live_progress(job: Job) -> dict:
     values = {"done": job.done, "total": job.total, "message": job.message}
     if not job.is_finished:
         values.update(cache.get(_key(job.pk)) or {})
-        if job.state == Job.State.RUNNING and job.attempts > 1:
+        if job.state == State.RUNNING and job.attempts > 1:
             note = f"attempt {job.attempts}, after the worker was lost"
             values["message"] = f"{values['message']} ({note})" if values["message"] else note
     total = values["total"]
@@ -159,67 +129,7 @@ def live_progress(job: Job) -> dict:
     return values
 
 
-# ---------------------------------------------------------------- heartbeat
-
-
-def beat(job_id: int) -> None:
-    cache.set(heartbeat_key(job_id), time.time(), HEARTBEAT_TTL)
-
-
-def last_beats(job_ids) -> dict[int, float]:
-    """job id -> time (epoch seconds) of its last heartbeat, for those that have one."""
-    keys = {heartbeat_key(pk): pk for pk in job_ids}
-    found = cache.get_many(list(keys)) if keys else {}
-    return {keys[key]: float(value) for key, value in found.items()}
-
-
-_beating: dict[int, tuple[threading.Event, int]] = {}  # job id -> (stop, owner thread)
-_beating_lock = threading.Lock()
 _attempt = threading.local()  # job id -> the attempt this thread claimed
-
-
-def _beat_loop(job_id: int, stop: threading.Event, interval: float) -> None:
-    while not stop.wait(interval):
-        try:
-            beat(job_id)
-        except Exception:  # a cache hiccup must not end the job; the next beat retries
-            logger.warning("heartbeat of job %s failed", job_id, exc_info=True)
-
-
-def _start_heartbeat(job_id: int) -> None:
-    beat(job_id)
-    stop = threading.Event()
-    with _beating_lock:
-        previous = _beating.pop(job_id, None)
-        _beating[job_id] = (stop, threading.get_ident())
-    if previous:
-        previous[0].set()
-    threading.Thread(
-        target=_beat_loop,
-        args=(job_id, stop, heartbeat_seconds()),
-        name=f"job-{job_id}-heartbeat",
-        daemon=True,
-    ).start()
-
-
-def stop_heartbeat(job_id: int) -> None:
-    with _beating_lock:
-        entry = _beating.pop(job_id, None)
-    if entry:
-        entry[0].set()
-
-
-def _stop_heartbeats_of_this_thread(**kwargs) -> None:
-    """After every task: a job whose task ended without `finish` (an uncaught error) stops
-    beating, so the sweeper can deal with it."""
-    me = threading.get_ident()
-    with _beating_lock:
-        mine = [pk for pk, (_, owner) in _beating.items() if owner == me]
-    for pk in mine:
-        stop_heartbeat(pk)
-
-
-task_postrun.connect(_stop_heartbeats_of_this_thread, weak=False)
 
 
 # ---------------------------------------------------------------- lifecycle
@@ -232,8 +142,8 @@ class NotClaimed(Ignore):
 
 def start(job_id: int) -> Job:
     """Claim a queued job for this executor (one attempt more) and start its heartbeat."""
-    claimed = Job.objects.filter(pk=job_id, state=Job.State.QUEUED).update(
-        state=Job.State.RUNNING,
+    claimed = Job.objects.filter(pk=job_id, state=State.QUEUED).update(
+        state=State.RUNNING,
         started_at=timezone.now(),
         finished_at=None,
         attempts=F("attempts") + 1,
@@ -242,7 +152,7 @@ def start(job_id: int) -> Job:
         state = Job.objects.filter(pk=job_id).values_list("state", flat=True).first()
         logger.info("job %s not claimed (state %s): duplicate message ignored", job_id, state)
         raise NotClaimed(f"job {job_id} is {state or 'gone'}")
-    _start_heartbeat(job_id)
+    heartbeat.start(heartbeat_of(job_id))
     job = Job.objects.get(pk=job_id)
     if not hasattr(_attempt, "claimed"):
         _attempt.claimed = {}
@@ -252,7 +162,7 @@ def start(job_id: int) -> Job:
 
 def finish(job_id: int, state: str, message: str = "", result: dict | None = None) -> None:
     """Record the outcome of this executor's attempt (a no-op if a later attempt owns the job)."""
-    stop_heartbeat(job_id)
+    heartbeat.stop(heartbeat_of(job_id))
     attempt = getattr(_attempt, "claimed", {}).pop(job_id, None)
     if attempt and attempt > 1:
         message = f"{message} (attempt {attempt}: restarted after the worker was lost)".lstrip()
@@ -266,7 +176,7 @@ def finish(job_id: int, state: str, message: str = "", result: dict | None = Non
     if attempt is not None:
         rows = rows.filter(attempts=attempt)
     if rows.update(**fields):
-        cache.delete_many([_key(job_id), heartbeat_key(job_id)])
+        cache.delete_many([_key(job_id), heartbeat.key(heartbeat_of(job_id))])
         try:
             uploads.release(job_id)  # its uploaded file, once no job needs it
         except Exception:  # the outcome is recorded; a later purge deletes the file

@@ -1,22 +1,44 @@
+"""What every kind of background work shares: its states, the Job row, and the abstract bases
+of the run models (generation and judge runs) and of the endpoints they call (companions and
+judges), so that each field and its validation is written once."""
+
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
+
+from . import egress
+from .llm import Endpoint
+
+
+class State(models.TextChoices):
+    """The one set of states of background work (h2htalk.jobs, h2htalk.runner).
+
+    A Job is never a draft nor paused; a run is a draft until it is first queued and paused
+    when its token budget is reached.
+    """
+
+    DRAFT = "draft"
+    QUEUED = "queued"
+    RUNNING = "running"
+    PAUSED = "paused", "Paused (budget reached)"
+    CANCELLED = "cancelled"
+    COMPLETED = "completed"
+    FAILED = "failed"
+
+
+FINISHED = (State.COMPLETED, State.FAILED, State.CANCELLED)
 
 
 class Job(models.Model):
-    """A long-running background task (import, generation, judging) and its visible state.
+    """A long-running background task (import, agreement, metrics, a release...) and its
+    visible state.
 
-    While it runs, its executor beats a heartbeat in the cache (h2htalk.jobs); a job whose
-    heartbeat went stale (a killed worker) is re-queued or failed by h2htalk.sweeper.
+    While it runs, its executor beats a heartbeat (h2htalk.heartbeat); a job whose heartbeat
+    went stale (a killed worker) is re-queued or failed by h2htalk.sweeper.
     """
 
-    class State(models.TextChoices):
-        QUEUED = "queued"
-        RUNNING = "running"
-        SUCCEEDED = "succeeded"
-        FAILED = "failed"
-        CANCELLED = "cancelled"
-
-    FINISHED = (State.SUCCEEDED, State.FAILED, State.CANCELLED)
+    State = State
+    FINISHED = FINISHED
 
     kind = models.CharField(max_length=50)
     state = models.CharField(max_length=12, choices=State.choices, default=State.QUEUED)
@@ -48,3 +70,93 @@ class Job(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.state in self.FINISHED
+
+
+class EndpointConfig(models.Model):
+    """An OpenAI-compatible chat endpoint and model (a companion, a judge).
+
+    The API key itself is never stored, only the name of the variable holding it; the base
+    URL is checked against LLM_ALLOWED_ENDPOINTS on save (`clean`) and again on connect.
+    """
+
+    name = models.CharField(max_length=100, unique=True)
+    base_url = models.URLField(
+        blank=True, help_text="Chat-completions base URL, e.g. http://127.0.0.1:8001/v1"
+    )
+    model_id = models.CharField(max_length=200, blank=True, help_text="The `model` sent.")
+    api_key_env = models.CharField(
+        "API key variable",
+        max_length=100,
+        blank=True,
+        help_text="Name of the environment variable holding the key; the key itself is never "
+        "stored. Leave empty for local servers that need none.",
+    )
+    params = models.JSONField(
+        default=dict, blank=True, help_text='Generation parameters, e.g. {"temperature": 0.7}'
+    )
+    max_concurrency = models.PositiveSmallIntegerField(
+        default=4, help_text="Requests in flight at once against this endpoint, all runs together."
+    )
+    timeout_seconds = models.PositiveSmallIntegerField(default=60)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        abstract = True
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name
+
+    def clean(self):
+        super().clean()
+        try:
+            egress.validate_base_url(self.base_url)  # LLM_ALLOWED_ENDPOINTS
+        except ValidationError as error:
+            raise ValidationError({"base_url": error.messages}) from None
+
+    @property
+    def can_call(self) -> bool:
+        """Configured enough to send requests (an imported companion has no endpoint)."""
+        return bool(self.base_url and self.model_id)
+
+    def request_params(self) -> dict:
+        """Parameters sent with every request; a subclass adds its own (a judge's temperature)."""
+        return dict(self.params or {})
+
+    def endpoint(self) -> Endpoint:
+        return Endpoint(
+            base_url=self.base_url,
+            model=self.model_id,
+            api_key_env=self.api_key_env,
+            timeout=float(self.timeout_seconds),
+            max_concurrency=self.max_concurrency,
+            params=self.request_params(),
+        )
+
+
+class BackgroundRun(models.Model):
+    """The state of a resumable run (h2htalk.runner): claimed by one executor at a time
+    (`claim_token`), stopped by `cancel_requested` or its token budget, resumed from where it
+    stopped."""
+
+    State = State
+
+    name = models.CharField(max_length=120, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    token_budget = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text="Stop (pause) once prompt + completion tokens reach this."
+    )
+    tokens_used = models.PositiveBigIntegerField(default=0)
+    state = models.CharField(max_length=10, choices=State.choices, default=State.DRAFT)
+    cancel_requested = models.BooleanField(default=False)
+    message = models.TextField(blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    claim_token = models.CharField(max_length=32, blank=True, editable=False)
+
+    class Meta:
+        abstract = True
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return self.name

@@ -1,22 +1,21 @@
 """The resumable run engine shared by generation runs and judge runs.
 
-A *run* is a database row with these fields (GenerationRun and JudgeRun both have them):
-`state` (draft/queued/running/paused/cancelled/completed/failed), `claim_token`,
-`heartbeat_at`, `cancel_requested`, `token_budget`, `tokens_used`, `message`, `started_at`,
-`finished_at`. What a run does per item is a `RunSpec`: which items are still pending, which
-endpoint and messages each item gets, and how an outcome is stored.
+A *run* is a row of a `h2htalk.models.BackgroundRun` model (GenerationRun, JudgeRun). What a
+run does per item is a `RunSpec`: which items are still pending, which endpoint and messages
+each item gets, and how an outcome is stored.
 
 How a run executes (`execute`):
 
-- It is *claimed* first: one conditional UPDATE moves it from queued (or running with a stale
-  heartbeat: its executor died) to running with a fresh `claim_token`. A second executor on a
-  live run claims nothing and returns at once.
+- It is *claimed* first: one conditional UPDATE (on the state and `claim_token` it was read
+  with) moves it from queued, or from running with a stale heartbeat (its executor died), to
+  running with a fresh `claim_token`, and starts its heartbeat (`h2htalk.heartbeat`, the one
+  Jobs beat too). A second executor on a live run claims nothing and returns at once.
 - Only the calling thread touches the database. A thread pool makes the HTTP calls, bounded per
   endpoint across every worker by `h2htalk.llm`'s slot limiter; at most twice the pool size
   requests are in flight or queued, so a 200,000-item run never builds 200,000 prompts at once.
-- Every `HEARTBEAT_SECONDS` the executor renews `heartbeat_at` (only while its token is still
-  on the row: a run taken over by someone else stops here), and rereads `cancel_requested` and
-  `token_budget` (so raising the budget or cancelling takes effect within seconds).
+- Every `POLL_SECONDS` the executor checks that its token is still on the row (a run taken
+  over by someone else stops here) and rereads `cancel_requested` and `token_budget` (so
+  raising the budget or cancelling takes effect within seconds).
 - Each outcome (a `ChatResult` or an `LLMError` after the client's retries) is stored at once
   by `spec.store`, which upserts by the item's unique key, and its tokens are added to
   `tokens_used`. A crash therefore loses only what was in flight; resuming asks `spec.pending()`
@@ -24,40 +23,49 @@ How a run executes (`execute`):
 - It ends as completed (everything has an outcome), paused (budget reached: raise it and
   resume), cancelled, or failed (an unexpected error in the executor itself; resume retries).
 
-Stale takeover: `stale_runs(model)` lists running runs whose heartbeat is older than
-`GENERATION_STALE_SECONDS` (default 30; it applies to every kind of run); the worker start hooks
-(`scenarios.tasks`, `scoring.tasks`) queue them again, and `claim` lets the new executor in.
+Stale takeover: `stale_runs(model)` lists running runs that lost their worker by
+`h2htalk.heartbeat.is_stale` (JOB_STALE_SECONDS, the rule for Jobs too); h2htalk.sweeper hands
+them to a live worker through the task registered with `register` (in the app's tasks module),
+on every worker start and every JOB_SWEEP_SECONDS, and `claim` lets the new executor in.
 """
 
 import time
 import uuid
 from collections.abc import Hashable, Iterable
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-from datetime import timedelta
 
-from django.conf import settings
-from django.db.models import F, Model, Q
+from django.db.models import F, Model
 from django.utils import timezone
 
-from . import llm
+from . import heartbeat, llm
+from .models import State
 
-HEARTBEAT_SECONDS = 2.0
+POLL_SECONDS = 2.0
 MAX_POOL = 64
 
 QUEUED, RUNNING, PAUSED, CANCELLED, COMPLETED, FAILED = (
-    "queued",
-    "running",
-    "paused",
-    "cancelled",
-    "completed",
-    "failed",
+    State.QUEUED,
+    State.RUNNING,
+    State.PAUSED,
+    State.CANCELLED,
+    State.COMPLETED,
+    State.FAILED,
 )
 ACTIVE = (QUEUED, RUNNING)
 NOT_CLAIMED, TAKEN_OVER = "not claimed", "taken over"
 
+_resume_tasks: dict[type[Model], object] = {}
 
-def stale_after() -> timedelta:
-    return timedelta(seconds=getattr(settings, "GENERATION_STALE_SECONDS", 30))
+
+def register(model: type[Model], task) -> None:
+    """Declare the Celery task (taking the run id) that executes runs of `model`; the sweeper
+    sends it for runs that lost their worker. Called from each app's tasks module."""
+    _resume_tasks[model] = task
+
+
+def resume_tasks() -> dict:
+    """Run model -> the task that executes (and so resumes) its runs."""
+    return dict(_resume_tasks)
 
 
 class RunSpec:
@@ -107,31 +115,38 @@ class RunSpec:
 
 
 def claim(model: type[Model], run_id: int) -> str | None:
-    """Take the run for this executor unless another one is alive on it; returns a token."""
+    """Take the run for this executor unless another one is alive on it; returns a token.
+
+    The run starts beating at once (stopped by `execute`, or by task_postrun after a crash).
+    """
+    row = model.objects.filter(pk=run_id).values("state", "claim_token", "started_at").first()
+    if row is None or row["state"] not in ACTIVE:
+        return None
+    if row["state"] == RUNNING and not _lost(model, run_id, row["started_at"]):
+        return None
     token = uuid.uuid4().hex
     now = timezone.now()
-    stale = Q(heartbeat_at__lt=now - stale_after()) | Q(heartbeat_at__isnull=True)
-    claimable = Q(state=QUEUED) | (Q(state=RUNNING) & stale)
-    taken = (
-        model.objects.filter(pk=run_id)
-        .filter(claimable)
-        .update(
-            state=RUNNING,
-            heartbeat_at=now,
-            claim_token=token,
-            started_at=now,
-            finished_at=None,
-            message="",
-        )
-    )
-    return token if taken else None
-
-
-def beat(model: type[Model], run_id: int, token: str):
-    """Renew the heartbeat; None when someone else took the run over, else the fresh row."""
-    if not model.objects.filter(pk=run_id, claim_token=token).update(heartbeat_at=timezone.now()):
+    taken = model.objects.filter(
+        pk=run_id, state=row["state"], claim_token=row["claim_token"]
+    ).update(state=RUNNING, claim_token=token, started_at=now, finished_at=None, message="")
+    if not taken:
         return None
-    return model.objects.only("cancel_requested", "token_budget").get(pk=run_id)
+    heartbeat.start(heartbeat.subject(model, run_id))
+    return token
+
+
+def _lost(model: type[Model], run_id: int, started_at) -> bool:
+    name = heartbeat.subject(model, run_id)
+    return heartbeat.is_stale(heartbeat.last_beats([name]).get(name), started_at, time.time())
+
+
+def poll(model: type[Model], run_id: int, token: str):
+    """None when someone else took the run over, else the fresh row (cancel and budget)."""
+    return (
+        model.objects.filter(pk=run_id, claim_token=token)
+        .only("cancel_requested", "token_budget")
+        .first()
+    )
 
 
 def add_tokens(model: type[Model], run_id: int, tokens: int) -> None:
@@ -145,6 +160,7 @@ def execute(spec_class: type[RunSpec], run_id: int) -> str:
     token = claim(model, run_id)
     if token is None:
         return NOT_CLAIMED
+    name = heartbeat.subject(model, run_id)
     try:
         stop_reason, skipped, spec = _loop(spec_class, model, run_id, token)
     except Exception as error:
@@ -155,6 +171,8 @@ def execute(spec_class: type[RunSpec], run_id: int) -> str:
             cancel_requested=False,
         )
         raise
+    finally:
+        heartbeat.stop(name, only_this_thread=True)
     return _finish(spec, model, run_id, token, stop_reason, skipped)
 
 
@@ -171,15 +189,15 @@ def _loop(spec_class, model, run_id: int, token: str):
             endpoints[item] = endpoint
     pool_size = spec.pool_size(endpoints.values())
     stop_reason = ""
-    last_beat = 0.0
+    last_poll = 0.0
     budget, used = run.token_budget, run.tokens_used
     in_flight = {}
     queue = iter(items)
     with ThreadPoolExecutor(max_workers=pool_size) as pool:
         while True:
-            if time.monotonic() - last_beat > HEARTBEAT_SECONDS:
-                fresh = beat(model, run_id, token)
-                last_beat = time.monotonic()
+            if time.monotonic() - last_poll > POLL_SECONDS:
+                fresh = poll(model, run_id, token)
+                last_poll = time.monotonic()
                 if fresh is None:
                     stop_reason = TAKEN_OVER
                 elif fresh.cancel_requested:
@@ -197,7 +215,7 @@ def _loop(spec_class, model, run_id: int, token: str):
                 in_flight[future] = (item, messages)
             if not in_flight:
                 break
-            timeout = max(HEARTBEAT_SECONDS, 0.05)
+            timeout = max(POLL_SECONDS, 0.05)
             finished, _ = wait(in_flight, timeout=timeout, return_when=FIRST_COMPLETED)
             for future in finished:
                 item, messages = in_flight.pop(future)
@@ -242,12 +260,14 @@ def request_cancel(model: type[Model], run) -> None:
 
 def stale_runs(model: type[Model]) -> list[int]:
     """Running runs whose executor stopped beating (a crashed worker)."""
-    cutoff = timezone.now() - stale_after()
-    return list(
-        model.objects.filter(state=RUNNING)
-        .filter(Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True))
-        .values_list("pk", flat=True)
-    )
+    running = dict(model.objects.filter(state=RUNNING).values_list("pk", "started_at"))
+    beats = heartbeat.last_beats(heartbeat.subject(model, pk) for pk in running)
+    now = time.time()
+    return [
+        pk
+        for pk, started_at in running.items()
+        if heartbeat.is_stale(beats.get(heartbeat.subject(model, pk)), started_at, now)
+    ]
 
 
 def is_going(model: type[Model], run) -> bool:

@@ -175,9 +175,17 @@ MAX_ARCHIVE_RATIO = int(os.environ.get("MAX_ARCHIVE_RATIO", "200"))
 # preview keeps it UPLOAD_PREVIEW_SECONDS for the confirmation.
 UPLOAD_RETENTION_SECONDS = int(os.environ.get("UPLOAD_RETENTION_SECONDS", "0"))
 UPLOAD_PREVIEW_SECONDS = int(os.environ.get("UPLOAD_PREVIEW_SECONDS", str(24 * 3600)))
+# Background work (h2htalk.heartbeat, h2htalk.sweeper): jobs and runs alike.
+# A running job or run whose heartbeat is older than this lost its worker.
+JOB_STALE_SECONDS = float(os.environ.get("JOB_STALE_SECONDS", "60"))
+# Attempts (the first included) before a job that keeps losing its worker fails; a run resumes
+# from where it stopped and is always handed on.
+JOB_MAX_ATTEMPTS = int(os.environ.get("JOB_MAX_ATTEMPTS", "3"))
+# How often each worker looks for lost work (0: only when a worker starts).
+JOB_SWEEP_SECONDS = float(os.environ.get("JOB_SWEEP_SECONDS", "30"))
 # An import job running longer than this is stopped and failed (Celery soft time limit; the
 # sweeper fails one whose worker was killed at the hard limit or died).
-JOB_TIME_LIMIT_SECONDS = int(os.environ.get("JOB_TIME_LIMIT_SECONDS", "3600"))
+JOB_TIME_LIMIT_SECONDS = float(os.environ.get("JOB_TIME_LIMIT_SECONDS", "3600"))
 
 # Where companion and judge endpoints may point (h2htalk/egress.py): "public" and "loopback"
 # hosts by default; link-local, cloud metadata and private addresses only when an entry (an
@@ -195,9 +203,6 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_BACKEND = None
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-
-# A generation run whose worker has not beaten its heartbeat for this long is taken over.
-GENERATION_STALE_SECONDS = int(os.environ.get("GENERATION_STALE_SECONDS", "30"))
 
 # Cache carries live job progress, heartbeats, LLM concurrency slots and the login throttle
 # between every web and worker process: Redis when there is one, else a table in the database

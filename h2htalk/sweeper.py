@@ -1,14 +1,18 @@
-"""The stale-job sweeper: background Jobs whose worker died are restarted or failed, clearly.
+"""The sweeper: background work whose worker died is restarted, resumed or failed, clearly.
 
 Why. A task runs with acks_late, so a killed worker leaves its message unacknowledged, and
 Celery's Redis transport only hands it out again after the visibility timeout (one hour by
 default). Until then the Job would read "running" with frozen progress.
 
-How a lost worker is noticed. A running job beats a heartbeat in the cache (`h2htalk.jobs`,
-every `heartbeat_seconds()`, from a thread of the executing process, so long phases without
-progress and open transactions do not matter). A running job whose last beat is older than
-JOB_STALE_SECONDS (default 60) lost its worker. A running job without any beat counts from
-its `started_at`, but only for restartable kinds (they all go through `jobs.start`).
+How a lost worker is noticed. Running work beats a heartbeat (`h2htalk.heartbeat`, from a
+thread of the executing process, so long phases without progress and open transactions do not
+matter); `heartbeat.is_stale` is the one takeover rule: no beat for JOB_STALE_SECONDS (default
+60), counted from `started_at` before the first beat (for Jobs only of restartable kinds: they
+all go through `jobs.start`).
+
+Runs (generation and judge runs, `h2htalk.runner`) resume from where they stopped, so a run
+that lost its worker is always handed on: `sweep` sends the task its app registered with
+`runner.register`, and `runner.claim` lets the new executor take the run over.
 
 What happens to it (`sweep`), in one conditional UPDATE per job so that two sweepers never
 act twice:
@@ -42,13 +46,12 @@ import logging
 import time
 from datetime import timedelta
 
-from django.core.cache import cache
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.module_loading import autodiscover_modules
 
-from . import jobs, uploads
-from .models import Job
+from . import heartbeat, jobs, runner, uploads
+from .models import Job, State
 
 logger = logging.getLogger(__name__)
 
@@ -94,13 +97,11 @@ def _verdict(job: Job, last_beat: float | None, now: float) -> str | None:
     for JOB_STALE_SECONDS), or None (alive, or not ours to judge)."""
     started = job.started_at.timestamp() if job.started_at else 0.0
     limit = _time_limit(job.kind)
-    if limit and started < now - limit - jobs.stale_seconds():
+    if limit and started < now - limit - heartbeat.stale_seconds():
         return "overdue"
-    if last_beat is None:
-        if jobs.restart_task(job.kind) is None:
-            return None  # no heartbeat and not ours: maybe run by code that does not beat
-        last_beat = started
-    return "stale" if last_beat < now - jobs.stale_seconds() else None
+    if last_beat is None and jobs.restart_task(job.kind) is None:
+        return None  # no heartbeat and not ours: maybe run by code that does not beat
+    return "stale" if heartbeat.is_stale(last_beat, job.started_at, now) else None
 
 
 def stale_jobs(now: float | None = None) -> list[Job]:
@@ -109,14 +110,14 @@ def stale_jobs(now: float | None = None) -> list[Job]:
     _load_registry()
     now = time.time() if now is None else now
     running = list(
-        Job.objects.filter(state=Job.State.RUNNING).only(
+        Job.objects.filter(state=State.RUNNING).only(
             "pk", "kind", "state", "attempts", "started_at"
         )
     )
-    beats = jobs.last_beats(job.pk for job in running)
+    beats = heartbeat.last_beats(jobs.heartbeat_of(job.pk) for job in running)
     stale = []
     for job in running:
-        verdict = _verdict(job, beats.get(job.pk), now)
+        verdict = _verdict(job, beats.get(jobs.heartbeat_of(job.pk)), now)
         if verdict:
             job.verdict = verdict
             stale.append(job)
@@ -126,12 +127,12 @@ def stale_jobs(now: float | None = None) -> list[Job]:
 def _settle(job: Job, outcome: dict, restart: bool = True) -> None:
     """Restart or fail one dead running job (one conditional UPDATE: nobody acts twice)."""
     task = jobs.restart_task(job.kind)
-    mine = Job.objects.filter(pk=job.pk, state=Job.State.RUNNING, attempts=job.attempts)
+    mine = Job.objects.filter(pk=job.pk, state=State.RUNNING, attempts=job.attempts)
     overdue = getattr(job, "verdict", "") == "overdue"
     if restart and not overdue and task is not None and job.attempts < jobs.max_attempts():
         message = restarted_message(job.attempts + 1)
-        if mine.update(state=Job.State.QUEUED, message=message, finished_at=None):
-            jobs.stop_heartbeat(job.pk)
+        if mine.update(state=State.QUEUED, message=message, finished_at=None):
+            heartbeat.stop(jobs.heartbeat_of(job.pk))
             jobs.set_progress(job.pk, 0, 0, message)
             _forget_heartbeat(job.pk)
             task.delay(job.pk)
@@ -146,7 +147,7 @@ def _settle(job: Job, outcome: dict, restart: bool = True) -> None:
         message = given_up_message(job.attempts)
     else:
         message = not_restartable_message(job.kind)
-    if mine.update(state=Job.State.FAILED, message=message, finished_at=timezone.now()):
+    if mine.update(state=State.FAILED, message=message, finished_at=timezone.now()):
         _forget_heartbeat(job.pk)
         outcome["failed"].append(job.pk)
         logger.warning("job %s (%s): %s", job.pk, job.kind, message)
@@ -164,15 +165,30 @@ def sweep(now: float | None = None) -> dict:
     return outcome
 
 
+def resume_runs() -> dict[str, list[int]]:
+    """Hand every run that lost its worker to a live one; returns {model label: [run ids]}."""
+    _load_registry()
+    resumed = {}
+    for model, task in runner.resume_tasks().items():
+        stale = runner.stale_runs(model)
+        for run_id in stale:
+            task.delay(run_id)
+            logger.warning("%s %s: worker lost; handed to a live worker", model.__name__, run_id)
+        if stale:
+            resumed[model._meta.label] = stale
+    return resumed
+
+
 def settle(job: Job, now: float | None = None) -> Job:
     """Check the one job a page shows; a dead one is restarted or failed as `sweep` would,
     except that without a worker (eager mode) it is failed: its re-run would run inside the
     web request that happened to look at it. Returns the job as it is now."""
-    if job.state != Job.State.RUNNING:
+    if job.state != State.RUNNING:
         return job
     _load_registry()
     now = time.time() if now is None else now
-    verdict = _verdict(job, jobs.last_beats([job.pk]).get(job.pk), now)
+    name = jobs.heartbeat_of(job.pk)
+    verdict = _verdict(job, heartbeat.last_beats([name]).get(name), now)
     if verdict is None:
         return job
     job.verdict = verdict
@@ -192,10 +208,10 @@ def resend_queued(older_than: float | None = None) -> list[int]:
     `older_than` seconds (default JOB_STALE_SECONDS): their message may have been prefetched
     by a worker that was then killed. A duplicate is ignored by `jobs.start`."""
     _load_registry()
-    waited = jobs.stale_seconds() if older_than is None else older_than
+    waited = heartbeat.stale_seconds() if older_than is None else older_than
     cutoff = timezone.now() - timedelta(seconds=waited)
     sent = []
-    queued = Job.objects.filter(state=Job.State.QUEUED, kind__in=jobs.restartable_kinds())
+    queued = Job.objects.filter(state=State.QUEUED, kind__in=jobs.restartable_kinds())
     for pk, kind in queued.filter(
         Q(created_at__lt=cutoff) & (Q(started_at__isnull=True) | Q(started_at__lt=cutoff))
     ).values_list("pk", "kind"):
@@ -205,4 +221,4 @@ def resend_queued(older_than: float | None = None) -> list[int]:
 
 
 def _forget_heartbeat(job_id: int) -> None:
-    cache.delete(jobs.heartbeat_key(job_id))
+    heartbeat.forget(jobs.heartbeat_of(job_id))

@@ -1,8 +1,9 @@
-"""Platform tasks: the stale-job sweeper (see h2htalk.sweeper) and when it runs.
+"""Platform tasks: the sweeper of lost background work (see h2htalk.sweeper) and when it runs.
 
 - On every worker start: a sweep at once that also re-sends long-queued jobs (a killed
   worker's prefetched messages stay unacknowledged in Redis for the visibility timeout), and
-  one more once the jobs the dead worker was running have gone stale (JOB_STALE_SECONDS + 1).
+  one more once the jobs and runs the dead worker was running have gone stale
+  (JOB_STALE_SECONDS + 1).
 - Every JOB_SWEEP_SECONDS (default 30; 0 turns it off): a timer thread in each worker's main
   process sends a sweep, at most one per interval across all workers (a cache lock). The
   thread touches only Redis; the sweep itself runs as an ordinary task.
@@ -13,23 +14,22 @@ import threading
 
 from celery import shared_task
 from celery.signals import worker_ready, worker_shutdown
+from django.conf import settings
 from django.core.cache import cache
 
-from . import jobs, sweeper, uploads
+from . import heartbeat, sweeper, uploads
 
 logger = logging.getLogger(__name__)
 
 _timer_stop = threading.Event()
 
 
-def sweep_interval() -> float:
-    return jobs.setting("JOB_SWEEP_SECONDS", 30)
-
-
 @shared_task
 def sweep_stale_jobs(resend_queued: bool = False) -> dict:
-    """Restart (or fail) the jobs whose worker died; optionally re-send long-queued ones."""
+    """Restart (or fail) the jobs whose worker died, resume the runs whose worker died;
+    optionally re-send long-queued jobs."""
     outcome = sweeper.sweep()
+    outcome["runs_resumed"] = sweeper.resume_runs()
     if resend_queued:
         outcome["resent"] = sweeper.resend_queued()
     outcome["uploads_deleted"] = uploads.purge()  # files of ended jobs, past their retention
@@ -37,7 +37,7 @@ def sweep_stale_jobs(resend_queued: bool = False) -> dict:
 
 
 def _sweep_lock_key() -> str:
-    return f"job-sweep-lock:{jobs._namespace()}"
+    return f"job-sweep-lock:{heartbeat.namespace()}"
 
 
 def _periodic_sweeps(interval: float) -> None:
@@ -52,8 +52,8 @@ def _periodic_sweeps(interval: float) -> None:
 @worker_ready.connect(weak=False)
 def _sweep_after_worker_start(**kwargs):
     sweep_stale_jobs.delay(resend_queued=True)
-    sweep_stale_jobs.apply_async(countdown=jobs.stale_seconds() + 1)
-    interval = sweep_interval()
+    sweep_stale_jobs.apply_async(countdown=heartbeat.stale_seconds() + 1)
+    interval = settings.JOB_SWEEP_SECONDS
     if interval > 0:
         _timer_stop.clear()
         threading.Thread(

@@ -250,7 +250,7 @@ def confirm(preview: Job, task, user) -> Job:
     with transaction.atomic():
         preview = Job.objects.select_for_update().get(pk=preview.pk)
         params = preview.params
-        if not params.get("dry_run") or preview.state != Job.State.SUCCEEDED:
+        if not params.get("dry_run") or preview.state != Job.State.COMPLETED:
             raise NotConfirmable("Only a successful preview can be imported.")
         earlier = params.get("confirmed_job")
         if earlier and Job.objects.filter(pk=earlier).exists():
@@ -273,7 +273,7 @@ def confirm(preview: Job, task, user) -> Job:
 def _waits_for_confirmation(job: Job, now) -> bool:
     return (
         bool(job.params.get("dry_run"))
-        and job.state == Job.State.SUCCEEDED
+        and job.state == Job.State.COMPLETED
         and not job.params.get("confirmed_job")
         and (job.finished_at or now)
         > now - timedelta(seconds=_limit("UPLOAD_PREVIEW_SECONDS", 86400))

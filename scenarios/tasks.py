@@ -1,13 +1,13 @@
+"""Celery tasks of scenarios: the scenario and response imports (Jobs) and generation runs."""
+
 from contextlib import suppress
 
 from celery import shared_task
-from celery.signals import worker_ready
-from django.conf import settings
 from django.core.files.storage import default_storage
 from django.db import transaction
 
-from h2htalk import jobs
-from h2htalk.models import Job
+from h2htalk import jobs, runner
+from h2htalk.models import State
 from scenarios.companions import generation
 from scenarios.companions.imports import (
     ResponseImportFailed,
@@ -46,15 +46,15 @@ def run_scenario_import(job_id: int) -> None:
                 progress=lambda n: jobs.report_progress(job_id, n, to_write, "writing"),
             )
     except Exception as error:
-        jobs.finish(job_id, Job.State.FAILED, jobs.failure_message(error))
+        jobs.finish(job_id, State.FAILED, jobs.failure_message(error))
         raise
     if report.errors:
-        state = Job.State.FAILED
+        state = State.FAILED
         message = f"{len(report.errors)} error(s) in {report.rows} rows: nothing was written"
     elif params["dry_run"]:
-        state, message = Job.State.SUCCEEDED, f"{report.rows} rows checked, ready to import"
+        state, message = State.COMPLETED, f"{report.rows} rows checked, ready to import"
     else:
-        state = Job.State.SUCCEEDED
+        state = State.COMPLETED
         message = f"{report.created} created, {report.updated} updated from {report.rows} rows"
     jobs.finish(job_id, state, message, report.as_dict())
 
@@ -64,20 +64,8 @@ def run_generation(run_id: int) -> str:
     return generation.execute(run_id)
 
 
-@shared_task
-def resume_stale_runs() -> list[int]:
-    """Hand runs whose worker died (stale heartbeat) to a live worker."""
-    stale = generation.stale_runs()
-    for run_id in stale:
-        run_generation.delay(run_id)
-    return stale
-
-
-@worker_ready.connect
-def _resume_after_worker_start(**kwargs):
-    resume_stale_runs.apply_async(countdown=settings.GENERATION_STALE_SECONDS + 1)
-
-
+# Generation runs that lost their worker are handed on by h2htalk.sweeper (they resume).
+runner.register(GenerationRun, run_generation)
 # Re-run from the start by h2htalk.sweeper after a lost worker: both imports are atomic and
 # idempotent (a re-run writes everything or nothing, and a row already written is unchanged).
 jobs.register("scenario_import", run_scenario_import)
@@ -85,9 +73,7 @@ jobs.register("scenario_import", run_scenario_import)
 
 def queue_run(run: GenerationRun) -> None:
     """Mark the run queued (new, or after a cancel, pause or crash) and hand it to a worker."""
-    GenerationRun.objects.filter(pk=run.pk).update(
-        state=GenerationRun.State.QUEUED, cancel_requested=False, message="", claim_token=""
-    )
+    runner.mark_queued(GenerationRun, run.pk)
     transaction.on_commit(lambda: run_generation.delay(run.pk))
 
 
@@ -120,20 +106,20 @@ def run_response_import(job_id: int) -> None:
                         progress=lambda n: jobs.report_progress(job_id, n, report.lines, "writing"),
                     )
     except Exception as error:
-        jobs.finish(job_id, Job.State.FAILED, jobs.failure_message(error))
+        jobs.finish(job_id, State.FAILED, jobs.failure_message(error))
         raise
     if report.errors:
-        state = Job.State.FAILED
+        state = State.FAILED
         message = f"{report.error_count} error(s) in {report.rows} responses: nothing was written"
     elif params["dry_run"]:
-        state = Job.State.SUCCEEDED
+        state = State.COMPLETED
         message = (
             f"{report.rows} responses checked for run {report.run}: {report.created} new, "
             f"{report.updated} changed, {report.unchanged} unchanged, "
             f"{report.companions_created} new companions; ready to import"
         )
     else:
-        state = Job.State.SUCCEEDED
+        state = State.COMPLETED
         message = (
             f"{report.created} created, {report.updated} updated, {report.unchanged} unchanged "
             f"in run {report.run}"

@@ -1,12 +1,25 @@
+"""Celery tasks of scoring: agreement, reference metrics, LLM judge runs and verdict imports,
+calibration fits and release numbers (every scoring task is here; the work is in the services).
+
+The kinds h2htalk.sweeper may re-run from the start after a lost worker are registered at the
+end; judge runs resume where they stopped.
+"""
+
 from celery import shared_task
+from django.core.files.storage import default_storage
+from django.db import transaction
 
 from annotation.models import Campaign
-from h2htalk import jobs
-from h2htalk.models import Job
+from h2htalk import jobs, runner, uploads
+from h2htalk.models import Job, State
 from scoring.agreement import services as agreement
 from scoring.calibration import fitting
+from scoring.judges import judging
+from scoring.judges.imports import JudgeImportFailed, import_verdicts
 from scoring.metrics import jobs as metric_jobs
-from scoring.releases import service as releases  # importing registers their tasks
+from scoring.metrics.features import FeatureError
+from scoring.models import JudgeConfig, JudgeRun, Release
+from scoring.releases import service as releases
 
 
 @shared_task
@@ -20,10 +33,44 @@ def compute_agreement(job_id: int) -> None:
             progress=lambda done, total, step: jobs.report_progress(job_id, done, total, step),
         )
     except Exception as error:
-        jobs.finish(job_id, Job.State.FAILED, f"{type(error).__name__}: {error}")
+        jobs.finish(job_id, State.FAILED, f"{type(error).__name__}: {error}")
         raise
     report = agreement.store_report(campaign, data, state)
-    jobs.finish(job_id, Job.State.SUCCEEDED, "agreement computed", {"report": report.pk})
+    jobs.finish(job_id, State.COMPLETED, "agreement computed", {"report": report.pk})
+
+
+# ---------------------------------------------------------------- reference metrics
+
+
+@shared_task
+def run_metrics_job(job_id: int) -> None:
+    job = jobs.start(job_id)
+    params = job.params
+    try:
+        counts = metric_jobs.compute(
+            metric_jobs.select(params),
+            recompute=bool(params.get("recompute")),
+            embedding=params.get("embedding", "none"),
+            progress=lambda done, total, step: jobs.report_progress(job_id, done, total, step),
+        )
+    except Exception as error:
+        jobs.finish(job_id, State.FAILED, f"{type(error).__name__}: {error}")
+        raise
+    jobs.finish(
+        job_id, State.COMPLETED, f"reference metrics for {counts['scored']} response(s)", counts
+    )
+
+
+def queue_metrics_job(
+    user, *, campaign: Campaign | None = None, recompute=False, embedding="none"
+) -> Job:
+    """A compute_metrics Job (for a campaign's responses, or all), started after the commit."""
+    params = {"recompute": recompute, "embedding": embedding}
+    if campaign is not None:
+        params.update(campaign=campaign.pk, campaign_name=campaign.name)
+    job = Job.objects.create(kind=metric_jobs.KIND, created_by=user, params=params)
+    transaction.on_commit(lambda: run_metrics_job.delay(job.pk))
+    return job
 
 
 # ---------------------------------------------------------------- LLM judge runs and imports
@@ -31,45 +78,12 @@ def compute_agreement(job_id: int) -> None:
 
 @shared_task
 def run_judge(run_id: int) -> str:
-    from scoring.judges import judging
-
     return judging.execute(run_id)
-
-
-@shared_task
-def resume_stale_judge_runs() -> list[int]:
-    """Hand judge runs whose worker died (stale heartbeat) to a live worker."""
-    from scoring.judges import judging
-
-    stale = judging.stale_runs()
-    for run_id in stale:
-        run_judge.delay(run_id)
-    return stale
-
-
-def _resume_judge_runs_after_worker_start(**kwargs):
-    from django.conf import settings
-
-    resume_stale_judge_runs.apply_async(countdown=settings.GENERATION_STALE_SECONDS + 1)
-
-
-def _connect_worker_start_hook() -> None:
-    from celery.signals import worker_ready
-
-    worker_ready.connect(_resume_judge_runs_after_worker_start, weak=False)
-
-
-_connect_worker_start_hook()
 
 
 def queue_judge_run(run) -> None:
     """Mark the judge run queued (new, or after a cancel, pause, failure or crash) and hand it
     to a worker once the transaction commits."""
-    from django.db import transaction
-
-    from h2htalk import runner
-    from scoring.models import JudgeRun
-
     runner.mark_queued(JudgeRun, run.pk)
     transaction.on_commit(lambda: run_judge.delay(run.pk))
 
@@ -78,17 +92,11 @@ def queue_judge_run(run) -> None:
 def run_judge_import(job_id: int) -> None:
     """Check (dry run) or write one uploaded JSONL of judge verdicts. Job params: path,
     filename, judge (configuration name), run_name, dry_run. The Job row carries the report."""
-    from django.core.files.storage import default_storage
-
-    from h2htalk import uploads
-    from scoring.judges.imports import JudgeImportFailed, import_verdicts
-
     job = jobs.start(job_id)
     params = job.params
     try:
         with default_storage.open(params["path"], "rb") as stream:
             total = uploads.count_lines(stream)
-            report = None
             try:
                 report = import_verdicts(
                     stream,
@@ -102,19 +110,19 @@ def run_judge_import(job_id: int) -> None:
             except JudgeImportFailed as failed:
                 report = failed.report
     except Exception as error:
-        jobs.finish(job_id, Job.State.FAILED, jobs.failure_message(error))
+        jobs.finish(job_id, State.FAILED, jobs.failure_message(error))
         raise
     if report.error_count:
-        state = Job.State.FAILED
+        state = State.FAILED
         message = f"{report.error_count} error(s) in {report.lines} lines: nothing was written"
     elif params["dry_run"]:
-        state = Job.State.SUCCEEDED
+        state = State.COMPLETED
         message = (
             f"{report.rows} verdicts checked for judge run {report.run}: {report.created} new, "
             f"{report.updated} changed, {report.unchanged} unchanged; ready to import"
         )
     else:
-        state = Job.State.SUCCEEDED
+        state = State.COMPLETED
         message = (
             f"{report.created} created, {report.updated} updated, {report.unchanged} unchanged "
             f"in judge run {report.run}"
@@ -122,11 +130,107 @@ def run_judge_import(job_id: int) -> None:
     jobs.finish(job_id, state, message, report.as_dict())
 
 
+# ---------------------------------------------------------------- calibration fits and releases
+
+
+@shared_task
+def run_fit_job(job_id: int) -> None:
+    job = jobs.start(job_id)
+    params = job.params
+    try:
+        campaign = Campaign.objects.get(pk=params["campaign"])
+        judge = JudgeConfig.objects.get(pk=params["judge"]) if params.get("judge") else None
+        calibrated = fitting.fit(
+            campaign,
+            judge=judge,
+            features=params.get("features") or None,
+            name=params.get("name") or None,
+            folds=params.get("folds", fitting.DEFAULT_FOLDS),
+            seed=params.get("seed", 0),
+            user=job.created_by,
+            progress=lambda done, total, step: jobs.report_progress(job_id, done, total, step),
+        )
+    except FeatureError as error:
+        jobs.finish(job_id, Job.State.FAILED, str(error))
+        return
+    except Exception as error:
+        jobs.finish(job_id, Job.State.FAILED, f"{type(error).__name__}: {error}")
+        raise
+    jobs.finish(
+        job_id,
+        Job.State.COMPLETED,
+        f"{calibrated} fitted on {calibrated.document['training']['comparisons']} comparisons",
+        {"calibrated_judge": calibrated.pk},
+    )
+
+
+def queue_fit_job(
+    user, campaign, *, judge=None, features=None, name=None, folds=fitting.DEFAULT_FOLDS, seed=0
+) -> Job:
+    job = Job.objects.create(
+        kind=fitting.KIND,
+        created_by=user,
+        params={
+            "campaign": campaign.pk,
+            "campaign_name": campaign.name,
+            "judge": judge.pk if judge else None,
+            "features": list(features or []),
+            "name": name or "",
+            "folds": folds,
+            "seed": seed,
+        },
+    )
+    transaction.on_commit(lambda: run_fit_job.delay(job.pk))
+    return job
+
+
+@shared_task
+def run_release_job(job_id: int) -> None:
+    job = jobs.start(job_id)
+    release = Release.objects.select_related("campaign", "anchor", "judge").get(
+        pk=job.params["release"]
+    )
+
+    def progress(done, total, message="scoring pairs with the judge"):
+        jobs.report_progress(job_id, done, total, message)
+
+    try:
+        message = releases.compute_or_check(release, progress)
+    except Exception as error:
+        jobs.finish(job_id, Job.State.FAILED, f"{type(error).__name__}: {error}")
+        raise
+    release.refresh_from_db()
+    ok = release.state == Release.State.READY and release.check_ok is not False
+    jobs.finish(
+        job_id,
+        Job.State.COMPLETED if ok else Job.State.FAILED,
+        message,
+        {"release": release.pk},
+    )
+
+
+def queue_release_job(release: Release, user) -> Job:
+    """A background job that computes (or verifies) the release, started after the commit."""
+    job = Job.objects.create(
+        kind=releases.KIND,
+        created_by=user,
+        params={"release": release.pk, "release_name": release.name},
+    )
+    Release.objects.filter(pk=release.pk).update(
+        job=job,
+        state=(Release.State.COMPUTING if release.state != Release.State.READY else release.state),
+    )
+    transaction.on_commit(lambda: run_release_job.delay(job.pk))
+    return job
+
+
+# Judge runs that lost their worker are handed on by h2htalk.sweeper (they resume).
+runner.register(JudgeRun, run_judge)
 # Kinds h2htalk.sweeper re-runs from the start after a lost worker: the verdict import is atomic
 # and idempotent; agreement, reference metrics (upserts), calibration fits and release numbers
 # (computed from frozen inputs, stored with update_or_create) are recomputations.
 jobs.register("agreement", compute_agreement)
 jobs.register("judge_import", run_judge_import)
-jobs.register(metric_jobs.KIND, metric_jobs.run_metrics_job)
-jobs.register(fitting.KIND, fitting.run_fit_job)
-jobs.register(releases.KIND, releases.run_release_job)
+jobs.register(metric_jobs.KIND, run_metrics_job)
+jobs.register(fitting.KIND, run_fit_job)
+jobs.register(releases.KIND, run_release_job)

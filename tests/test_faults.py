@@ -2,7 +2,7 @@
 
 The worker tests (marked `worker`: PostgreSQL and Redis, see tests/worker.py) SIGKILL a real
 worker in the middle of a write, start a new one and check that the stale-job sweeper
-(h2htalk.sweeper) re-ran the job: it ends succeeded on attempt 2, every row of the input
+(h2htalk.sweeper) re-ran the job: it ends completed on attempt 2, every row of the input
 exists exactly once, and no other process ever saw a half-written import (the counts polled
 while it runs are 0 until the final commit). Killed generation and judge runs are covered by
 tests/scenarios/test_generation_worker.py and tests/scoring/test_judge_worker.py.
@@ -25,7 +25,7 @@ from django.utils import timezone
 
 from annotation.models import Campaign, Comparison
 from annotation.tasks import BUILD_KIND, queue_build
-from h2htalk import jobs, sweeper
+from h2htalk import heartbeat, jobs, sweeper
 from h2htalk.models import Job
 from scenarios.models import CompanionModel, GenerationRun, Response, Revision, Scenario
 from scenarios.tasks import run_response_import, run_scenario_import
@@ -84,7 +84,7 @@ def watch(job_id: int, count, timeout: float = 180) -> tuple[Job, set[int], list
 
 
 def assert_rerun(job: Job, messages: list[str]) -> None:
-    assert job.state == Job.State.SUCCEEDED, job.message
+    assert job.state == Job.State.COMPLETED, job.message
     assert job.attempts == 2, (job.attempts, messages)
     assert job.message.endswith("(attempt 2: restarted after the worker was lost)"), job.message
     # While attempt 2 ran, its live progress said so.
@@ -290,12 +290,12 @@ def test_duplicate_message_for_a_finished_job_is_ignored():
     """Redis redelivers a killed worker's message after the visibility timeout: by then the
     sweeper's re-run finished the job, and the late message must not run it a third time."""
     job = Job.objects.create(
-        kind="scenario_import", state=Job.State.SUCCEEDED, attempts=2, message="done"
+        kind="scenario_import", state=Job.State.COMPLETED, attempts=2, message="done"
     )
     result = run_scenario_import.apply(args=[job.pk])
     assert result.state == "IGNORED"
     job.refresh_from_db()
-    assert (job.state, job.message, job.attempts) == (Job.State.SUCCEEDED, "done", 2)
+    assert (job.state, job.message, job.attempts) == (Job.State.COMPLETED, "done", 2)
 
 
 class _StubTask:
@@ -314,6 +314,11 @@ def stub_kind():
     jobs._restartable.pop("fault_stub", None)
 
 
+def last_beat(job_id: int) -> float | None:
+    name = jobs.heartbeat_of(job_id)
+    return heartbeat.last_beats([name]).get(name)
+
+
 def _running(kind: str, attempts: int = 1, beat_age: float | None = None, started_age=3600):
     job = Job.objects.create(
         kind=kind,
@@ -324,7 +329,7 @@ def _running(kind: str, attempts: int = 1, beat_age: float | None = None, starte
     if beat_age is not None:
         from django.core.cache import cache
 
-        cache.set(jobs.heartbeat_key(job.pk), time.time() - beat_age, 600)
+        cache.set(heartbeat.key(jobs.heartbeat_of(job.pk)), time.time() - beat_age, 600)
     return job
 
 
@@ -344,7 +349,7 @@ def test_every_background_job_kind_is_restartable():
 
 @pytest.mark.django_db
 def test_stale_job_is_requeued_with_its_attempt_recorded(stub_kind):
-    stale = _running("fault_stub", attempts=1, beat_age=jobs.stale_seconds() + 5)
+    stale = _running("fault_stub", attempts=1, beat_age=heartbeat.stale_seconds() + 5)
     fresh = _running("fault_stub", attempts=1, beat_age=1)
 
     outcome = sweeper.sweep()
@@ -361,7 +366,7 @@ def test_stale_job_is_requeued_with_its_attempt_recorded(stub_kind):
 
 @pytest.mark.django_db
 def test_job_without_heartbeat_counts_from_its_start(stub_kind):
-    old = _running("fault_stub", started_age=jobs.stale_seconds() + 5)
+    old = _running("fault_stub", started_age=heartbeat.stale_seconds() + 5)
     young = _running("fault_stub", started_age=0)
     foreign = _running("not_registered_kind", started_age=3600)  # no beat: not ours to judge
 
@@ -397,14 +402,14 @@ def test_start_claims_only_a_queued_job_and_beats_until_finish():
     started = jobs.start(job.pk)
     try:
         assert started.state == Job.State.RUNNING and started.attempts == 1
-        assert job.pk in jobs.last_beats([job.pk])
+        assert last_beat(job.pk) is not None
         with pytest.raises(jobs.NotClaimed):  # a duplicate message while it runs
             jobs.start(job.pk)
     finally:
-        jobs.finish(job.pk, Job.State.SUCCEEDED, "done")
+        jobs.finish(job.pk, Job.State.COMPLETED, "done")
     job.refresh_from_db()
-    assert (job.state, job.message, job.attempts) == (Job.State.SUCCEEDED, "done", 1)
-    assert jobs.last_beats([job.pk]) == {}
+    assert (job.state, job.message, job.attempts) == (Job.State.COMPLETED, "done", 1)
+    assert last_beat(job.pk) is None
     with pytest.raises(jobs.NotClaimed):  # redelivered after it finished
         jobs.start(job.pk)
 
@@ -415,12 +420,14 @@ def test_heartbeat_thread_keeps_beating_while_the_job_runs(settings):
     job = Job.objects.create(kind="fault_stub")
     jobs.start(job.pk)
     try:
-        first = jobs.last_beats([job.pk])[job.pk]
-        wait_for(lambda: jobs.last_beats([job.pk]).get(job.pk, 0) > first, timeout=5)
-        beating = [t for t in threading.enumerate() if t.name == f"job-{job.pk}-heartbeat"]
+        first = last_beat(job.pk)
+        wait_for(lambda: (last_beat(job.pk) or 0) > first, timeout=5)
+        beating = [
+            t for t in threading.enumerate() if t.name == f"{jobs.heartbeat_of(job.pk)}-heartbeat"
+        ]
         assert len(beating) == 1
     finally:
-        jobs.finish(job.pk, Job.State.SUCCEEDED, "done")
+        jobs.finish(job.pk, Job.State.COMPLETED, "done")
     beating[0].join(2)
     assert not beating[0].is_alive()
 
@@ -454,7 +461,7 @@ def test_the_job_page_fails_a_job_whose_web_process_died(researcher_client, rese
     """Eager mode (no worker): the job ran inside a web request whose process was killed
     (gunicorn's timeout). Nothing sweeps in the background, so the job page settles it: failed,
     with a message, never "running" for ever; not re-run inside the page's request."""
-    job = _running("scenario_import", started_age=jobs.stale_seconds() + 5)
+    job = _running("scenario_import", started_age=heartbeat.stale_seconds() + 5)
     Job.objects.filter(pk=job.pk).update(created_by=researcher)
 
     page = researcher_client.get(reverse("job_progress", args=[job.pk]))
@@ -480,7 +487,7 @@ def test_a_job_past_its_time_limit_is_failed_not_restarted(stub_kind):
     """Killed at Celery's hard time limit (or its worker died after): re-running it would
     only hit the limit again."""
     stub_kind.soft_time_limit = 60
-    overdue = _running("fault_stub", beat_age=3600, started_age=60 + jobs.stale_seconds() + 5)
+    overdue = _running("fault_stub", beat_age=3600, started_age=60 + heartbeat.stale_seconds() + 5)
     young = _running("fault_stub", beat_age=3600, started_age=30)
 
     outcome = sweeper.sweep()

@@ -29,7 +29,7 @@ def preview(kind: str, owner) -> Job:
     """A successful preview of an import, as the upload leaves it."""
     return Job.objects.create(
         kind=kind,
-        state=Job.State.SUCCEEDED,
+        state=Job.State.COMPLETED,
         created_by=owner,
         params={
             "path": f"imports/x/{kind}.jsonl",

@@ -341,7 +341,7 @@ def world(monkeypatch, admin_user, researcher, annotator, nobody, django_user_mo
     scenario = factories.scenario(researcher, persona=persona, tags=["work"])
     job = Job.objects.create(
         kind="scenario_import",
-        state=Job.State.SUCCEEDED,
+        state=Job.State.COMPLETED,
         created_by=researcher,
         params={"path": "imports/x/a.jsonl", "filename": "a.jsonl", "dry_run": True},
     )
@@ -358,7 +358,7 @@ def world(monkeypatch, admin_user, researcher, annotator, nobody, django_user_mo
     )
     response_job = Job.objects.create(
         kind="response_import",
-        state=Job.State.SUCCEEDED,
+        state=Job.State.COMPLETED,
         created_by=researcher,
         params={
             "path": "imports/x/r.jsonl",
@@ -376,7 +376,7 @@ def world(monkeypatch, admin_user, researcher, annotator, nobody, django_user_mo
     verdict = JudgeVerdict.objects.create(run=judge_run, response=response, parse="strict")
     verdict_job = Job.objects.create(
         kind="judge_import",
-        state=Job.State.SUCCEEDED,
+        state=Job.State.COMPLETED,
         created_by=researcher,
         params={
             "path": "imports/x/v.jsonl",

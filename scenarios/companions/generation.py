@@ -1,6 +1,6 @@
 """Generation runs: call each companion on each scenario of a run, resumably.
 
-The run engine (claim and heartbeat on the run row, a thread pool for the HTTP calls only,
+The run engine (claim on the run row, heartbeat, a thread pool for the HTTP calls only,
 budget, cancel, stale takeover) is `h2htalk.runner`; this module says what a generation item
 is. An item is a (scenario id, companion id) pair; resuming only generates what is missing: the
 (run, scenario, companion) unique constraint makes every write an upsert, never a duplicate.
@@ -14,9 +14,7 @@ from h2htalk import llm, runner
 from scenarios.companions.prompts import build_messages
 from scenarios.models import GenerationRun, Response
 
-HEARTBEAT_SECONDS = runner.HEARTBEAT_SECONDS
-ACTIVE = (GenerationRun.State.QUEUED, GenerationRun.State.RUNNING)
-stale_after = runner.stale_after
+ACTIVE = runner.ACTIVE
 
 
 @dataclass
@@ -61,7 +59,7 @@ class GenerationSpec(runner.RunSpec):
 
     def __init__(self, run: GenerationRun):
         super().__init__(run)
-        self.endpoints = {c.pk: c.endpoint() for c in run.companions.all() if c.can_generate}
+        self.endpoints = {c.pk: c.endpoint() for c in run.companions.all() if c.can_call}
         self.scenarios = {s.pk: s for s in run.scenarios.select_related("persona")}
 
     def pending(self):

@@ -16,6 +16,7 @@ from h2htalk.params import parse_int
 from h2htalk.roles import IsResearcher
 from h2htalk.serializers import ErrorSerializer
 from scenarios.models import Response as CompanionResponse
+from scoring import tasks
 from scoring.calibration import fitting, routing
 from scoring.calibration.access import judge_or_404, visible_judges
 from scoring.calibration.document import NAME_LENGTH, DocumentError
@@ -153,7 +154,7 @@ class CalibratedJudgeList(APIView):
             "seed": data["seed"],
         }
         if fitting.needs_job(campaign):
-            job = fitting.queue_fit(request.user, campaign, **arguments)
+            job = tasks.queue_fit_job(request.user, campaign, **arguments)
             return Response(
                 {"job": job.pk, "state": job.state, "detail": "fitting in the background"},
                 status=status.HTTP_202_ACCEPTED,

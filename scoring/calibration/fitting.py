@@ -1,9 +1,6 @@
 """Fitting a calibrated judge to a campaign's human judgments: inline, or as a background job
 when the campaign is large."""
 
-from celery import shared_task
-from django.db import transaction
-
 from annotation.models import Campaign
 from h2htalk import jobs
 from h2htalk.models import Job
@@ -88,57 +85,6 @@ def fit(
         progress=progress,
     )
     return store_new_version(document, campaign, user)
-
-
-@shared_task
-def run_fit_job(job_id: int) -> None:
-    job = jobs.start(job_id)
-    params = job.params
-    try:
-        campaign = Campaign.objects.get(pk=params["campaign"])
-        judge = JudgeConfig.objects.get(pk=params["judge"]) if params.get("judge") else None
-        calibrated = fit(
-            campaign,
-            judge=judge,
-            features=params.get("features") or None,
-            name=params.get("name") or None,
-            folds=params.get("folds", DEFAULT_FOLDS),
-            seed=params.get("seed", 0),
-            user=job.created_by,
-            progress=lambda done, total, step: jobs.report_progress(job_id, done, total, step),
-        )
-    except feature_data.FeatureError as error:
-        jobs.finish(job_id, Job.State.FAILED, str(error))
-        return
-    except Exception as error:
-        jobs.finish(job_id, Job.State.FAILED, f"{type(error).__name__}: {error}")
-        raise
-    jobs.finish(
-        job_id,
-        Job.State.SUCCEEDED,
-        f"{calibrated} fitted on {calibrated.document['training']['comparisons']} comparisons",
-        {"calibrated_judge": calibrated.pk},
-    )
-
-
-def queue_fit(
-    user, campaign, *, judge=None, features=None, name=None, folds=DEFAULT_FOLDS, seed=0
-) -> Job:
-    job = Job.objects.create(
-        kind=KIND,
-        created_by=user,
-        params={
-            "campaign": campaign.pk,
-            "campaign_name": campaign.name,
-            "judge": judge.pk if judge else None,
-            "features": list(features or []),
-            "name": name or "",
-            "folds": folds,
-            "seed": seed,
-        },
-    )
-    transaction.on_commit(lambda: run_fit_job.delay(job.pk))
-    return job
 
 
 def recent_jobs(user) -> list[Job]:

@@ -14,12 +14,12 @@ from django.views.decorators.http import require_POST
 
 from h2htalk.params import int_param
 from h2htalk.roles import RESEARCHER, role_required
-from scoring import charts
+from scoring import charts, tasks
 from scoring.calibration import access, fitting, report, routing, versions
 from scoring.calibration.document import DocumentError, download_filename, export_json
 from scoring.calibration.forms import CalibrationForm, ImportForm, MetricsForm, RoutingForm
 from scoring.metrics import features as feature_data
-from scoring.metrics import jobs as metric_jobs
+from scoring.tasks import queue_metrics_job
 
 
 @role_required(RESEARCHER)
@@ -48,7 +48,7 @@ def calibration_create(request):
         campaign = data["campaign"]
         if fitting.needs_job(campaign):
             with transaction.atomic():
-                job = fitting.queue_fit(request.user, campaign, **arguments)
+                job = tasks.queue_fit_job(request.user, campaign, **arguments)
             messages.info(request, "A large calibration: it runs in the background.")
             return redirect(f"{reverse('calibration:list')}#job-{job.pk}")
         try:
@@ -136,7 +136,7 @@ def calibration_metrics(request):
         messages.error(request, "Choose a campaign you manage.")
         return redirect("calibration:list")
     with transaction.atomic():
-        job = metric_jobs.queue_job(
+        job = queue_metrics_job(
             request.user,
             campaign=form.cleaned_data["campaign"],
             recompute=form.cleaned_data["recompute"],

@@ -31,22 +31,6 @@ PARSED = (Parse.STRICT, Parse.FALLBACK)
 CACHE_LIMIT = 2000  # responses kept in memory while building prompts
 
 
-def can_run(config: JudgeConfig) -> bool:
-    return bool(config.base_url and config.model_id)
-
-
-def endpoint_of(config: JudgeConfig) -> llm.Endpoint:
-    """The judge's endpoint; its temperature is part of every request."""
-    return llm.Endpoint(
-        base_url=config.base_url,
-        model=config.model_id,
-        api_key_env=config.api_key_env,
-        timeout=float(config.timeout_seconds),
-        max_concurrency=config.max_concurrency,
-        params={**(config.params or {}), "temperature": config.temperature},
-    )
-
-
 def rubric_of(config: JudgeConfig) -> str:
     return config.rubric.strip() or prompts.default_rubric(config.mode)
 
@@ -209,7 +193,7 @@ class JudgeSpec(runner.RunSpec):
         self.config = run.judge
         self.mode = self.config.mode
         self.rubric = rubric_of(self.config)
-        self._endpoint = endpoint_of(self.config) if can_run(self.config) else None
+        self._endpoint = self.config.endpoint() if self.config.can_call else None
         self._items: list[tuple] = []
         self._position: dict[tuple, int] = {}
         self._responses: dict[int, Response] = {}

@@ -1,60 +1,32 @@
 """LLM judges: their configuration, runs and verdicts."""
 
 from django.conf import settings
-from django.core.exceptions import ValidationError
 from django.db import models
 
 from annotation.models import Campaign
-from h2htalk import egress
+from h2htalk.models import BackgroundRun, EndpointConfig
 
 
-class JudgeConfig(models.Model):
+class JudgeConfig(EndpointConfig):
     """An LLM judge: endpoint, model, rubric, mode and sampling."""
 
     class Mode(models.TextChoices):
         SINGLE = "single", "Single-answer grading (1–10 per dimension)"
         PAIRWISE = "pairwise", "Pairwise (which is better), both orders"
 
-    name = models.CharField(max_length=100, unique=True)
     mode = models.CharField(max_length=10, choices=Mode.choices, default=Mode.SINGLE)
-    base_url = models.URLField(blank=True)
-    model_id = models.CharField(max_length=200, blank=True)
-    api_key_env = models.CharField(max_length=100, blank=True)
     rubric = models.TextField(help_text="The judge's instructions (a default is provided).")
     temperature = models.FloatField(default=0.0)
     samples = models.PositiveSmallIntegerField(default=1, help_text="Verdicts per item.")
-    params = models.JSONField(default=dict, blank=True)
-    max_concurrency = models.PositiveSmallIntegerField(default=4)
-    timeout_seconds = models.PositiveSmallIntegerField(default=60)
-    created_at = models.DateTimeField(auto_now_add=True)
 
-    class Meta:
-        ordering = ["name"]
-
-    def __str__(self):
-        return self.name
-
-    def clean(self):
-        super().clean()
-        try:
-            egress.validate_base_url(self.base_url)  # LLM_ALLOWED_ENDPOINTS
-        except ValidationError as error:
-            raise ValidationError({"base_url": error.messages}) from None
+    def request_params(self) -> dict:
+        """The judge's temperature is part of every request."""
+        return {**super().request_params(), "temperature": self.temperature}
 
 
-class JudgeRun(models.Model):
+class JudgeRun(BackgroundRun):
     """One judge over a set of responses (single) or comparisons (pairwise); resumable."""
 
-    class State(models.TextChoices):
-        DRAFT = "draft"
-        QUEUED = "queued"
-        RUNNING = "running"
-        PAUSED = "paused", "Paused (budget reached)"
-        CANCELLED = "cancelled"
-        COMPLETED = "completed"
-        FAILED = "failed"
-
-    name = models.CharField(max_length=120, unique=True)
     judge = models.ForeignKey(JudgeConfig, on_delete=models.PROTECT, related_name="runs")
     campaign = models.ForeignKey(
         Campaign,
@@ -69,22 +41,6 @@ class JudgeRun(models.Model):
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    created_at = models.DateTimeField(auto_now_add=True)
-    token_budget = models.PositiveBigIntegerField(null=True, blank=True)
-    tokens_used = models.PositiveBigIntegerField(default=0)
-    state = models.CharField(max_length=10, choices=State.choices, default=State.DRAFT)
-    cancel_requested = models.BooleanField(default=False)
-    message = models.TextField(blank=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
-    claim_token = models.CharField(max_length=32, blank=True, editable=False)
-
-    class Meta:
-        ordering = ["-created_at"]
-
-    def __str__(self):
-        return self.name
 
 
 class JudgeVerdict(models.Model):

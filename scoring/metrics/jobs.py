@@ -1,5 +1,5 @@
-"""Reference metrics of responses, stored in MetricScore: the function, its Celery job, and
-what `manage.py compute_metrics` and the calibration pages call.
+"""Reference metrics of responses, stored in MetricScore: the function, what its Celery job
+(scoring.tasks.run_metrics_job), `manage.py compute_metrics` and the calibration pages call.
 
 Every successful response is scored against its scenario's reference answer with
 scoring.metrics.reference (ROUGE-1/2/L, BLEU-1…4, lengths), plus the embedding term of a chosen backend
@@ -10,14 +10,11 @@ not finite (the length ratio of an empty reference) are stored as null.
 
 import math
 
-from celery import shared_task
 from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from annotation.models import Campaign, Comparison
-from h2htalk import jobs
-from h2htalk.models import Job
 from scenarios.models import Response
 from scoring.metrics import composite as paper
 from scoring.metrics import reference as metrics
@@ -113,32 +110,3 @@ def select(params: dict) -> QuerySet:
     if params.get("run"):
         return Response.objects.filter(run_id=params["run"])
     return Response.objects.all()
-
-
-@shared_task
-def run_metrics_job(job_id: int) -> None:
-    job = jobs.start(job_id)
-    params = job.params
-    try:
-        counts = compute(
-            select(params),
-            recompute=bool(params.get("recompute")),
-            embedding=params.get("embedding", "none"),
-            progress=lambda done, total, step: jobs.report_progress(job_id, done, total, step),
-        )
-    except Exception as error:
-        jobs.finish(job_id, Job.State.FAILED, f"{type(error).__name__}: {error}")
-        raise
-    jobs.finish(
-        job_id, Job.State.SUCCEEDED, f"reference metrics for {counts['scored']} response(s)", counts
-    )
-
-
-def queue_job(user, *, campaign: Campaign | None = None, recompute=False, embedding="none") -> Job:
-    """A compute_metrics Job (for a campaign's responses, or all), started after the commit."""
-    params = {"recompute": recompute, "embedding": embedding}
-    if campaign is not None:
-        params.update(campaign=campaign.pk, campaign_name=campaign.name)
-    job = Job.objects.create(kind=KIND, created_by=user, params=params)
-    transaction.on_commit(lambda: run_metrics_job.delay(job.pk))
-    return job

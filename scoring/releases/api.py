@@ -12,6 +12,7 @@ from annotation.access import managed_campaigns
 from annotation.models import Campaign
 from h2htalk.roles import IsResearcher
 from scenarios.models import CompanionModel
+from scoring import tasks
 from scoring.models import CalibratedJudge, Release, ReleaseResult
 from scoring.releases import access, errors, formats, freezing
 from scoring.releases import service as releases
@@ -218,7 +219,7 @@ class ReleaseViewSet(
             )
         if releases.needs_job(release):
             with transaction.atomic():
-                job = releases.queue_compute(release, request.user)
+                job = tasks.queue_release_job(release, request.user)
             return ApiResponse(
                 {"state": "computing", "job": job.pk}, status=status.HTTP_202_ACCEPTED
             )

@@ -13,13 +13,11 @@ import json
 import time
 from dataclasses import dataclass, field
 
-from celery import shared_task
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from annotation.models import Judgment
-from h2htalk import jobs
 from h2htalk.models import Job
 from h2htalk.params import parse_int
 from h2htalk.provenance import canonical, code_version, sha256_text
@@ -75,8 +73,10 @@ def create_release(
     if compute_now is None:
         compute_now = not needs_job(release)
         if not compute_now:
+            from scoring.tasks import queue_release_job  # the tasks module imports this one
+
             with transaction.atomic():
-                queue_compute(release, user)
+                queue_release_job(release, user)
             return release
     if compute_now:
         with contextlib.suppress(ReleaseError):  # the release records it (FAILED, message)
@@ -267,44 +267,6 @@ def compute_or_check(release: Release, progress=None) -> str:
 
 def has_result(release: Release) -> bool:
     return ReleaseResult.objects.filter(release=release).exists()
-
-
-@shared_task
-def run_release_job(job_id: int) -> None:
-    job = jobs.start(job_id)
-    release = Release.objects.select_related("campaign", "anchor", "judge").get(
-        pk=job.params["release"]
-    )
-
-    def progress(done, total, message="scoring pairs with the judge"):
-        jobs.report_progress(job_id, done, total, message)
-
-    try:
-        message = compute_or_check(release, progress)
-    except Exception as error:
-        jobs.finish(job_id, Job.State.FAILED, f"{type(error).__name__}: {error}")
-        raise
-    release.refresh_from_db()
-    ok = release.state == Release.State.READY and release.check_ok is not False
-    jobs.finish(
-        job_id,
-        Job.State.SUCCEEDED if ok else Job.State.FAILED,
-        message,
-        {"release": release.pk},
-    )
-
-
-def queue_compute(release: Release, user) -> Job:
-    """A background job that computes (or verifies) the release, started after the commit."""
-    job = Job.objects.create(
-        kind=KIND, created_by=user, params={"release": release.pk, "release_name": release.name}
-    )
-    Release.objects.filter(pk=release.pk).update(
-        job=job,
-        state=(Release.State.COMPUTING if release.state != Release.State.READY else release.state),
-    )
-    transaction.on_commit(lambda: run_release_job.delay(job.pk))
-    return job
 
 
 def running_job(release: Release) -> Job | None:

@@ -12,6 +12,7 @@ from django.views.decorators.http import require_POST
 from h2htalk import jobs
 from h2htalk.params import int_param
 from h2htalk.roles import RESEARCHER, role_required
+from scoring import tasks
 from scoring.models import Release, ReleaseResult
 from scoring.releases import access, formats, leaderboard
 from scoring.releases import data as release_data
@@ -104,7 +105,7 @@ def release_compute(request, pk):
         messages.info(request, "This release is being computed already.")
     elif releases.needs_job(release):
         with transaction.atomic():
-            releases.queue_compute(release, request.user)
+            tasks.queue_release_job(release, request.user)
         messages.info(request, "A large release: it is computed / verified in the background.")
     else:
         sentence = releases.compute_or_check(release)

@@ -128,7 +128,7 @@ def test_create_builds_comparisons_in_a_tracked_job(
     assert response.status_code == 302
     assert response["Location"] == reverse("job_detail", args=[job.pk])
     job.refresh_from_db()
-    assert job.state == Job.State.SUCCEEDED, job.message
+    assert job.state == Job.State.COMPLETED, job.message
     assert job.params["campaign_id"] == campaign.pk
     assert job.result == {"campaign_id": campaign.pk, "created": 12, "removed": 0, "total": 12}
     assert "12 new comparison(s)" in researcher_client.get(response["Location"]).content.decode()

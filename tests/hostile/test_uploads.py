@@ -412,14 +412,14 @@ def test_a_confirmed_import_deletes_its_upload_when_the_write_job_ends(
         "scenario import",
         SCENARIO_LINE.encode(),
     )
-    assert preview.state == Job.State.SUCCEEDED, preview.message
+    assert preview.state == Job.State.COMPLETED, preview.message
     assert stored() == [preview.params["path"]]  # kept for the confirmation
 
     with django_capture_on_commit_callbacks(execute=True):
         response = researcher_client.post(reverse("scenarios:import_confirm", args=[preview.pk]))
     job = Job.objects.get(params__dry_run=False)
     assert response["Location"] == reverse("job_detail", args=[job.pk])
-    assert job.state == Job.State.SUCCEEDED, job.message
+    assert job.state == Job.State.COMPLETED, job.message
     assert Scenario.objects.count() == 1
     assert stored() == []
     assert job.params["path"] == preview.params["path"]
@@ -472,7 +472,7 @@ def test_retention_and_preview_expiry_are_settings(
         "scenario import",
         SCENARIO_LINE.encode(),
     )
-    assert preview.state == Job.State.SUCCEEDED
+    assert preview.state == Job.State.COMPLETED
     assert uploads.purge() == [] and stored() == [preview.params["path"]]
     Job.objects.filter(pk=preview.pk).update(finished_at=timezone.now() - timedelta(seconds=601))
     assert uploads.purge() == [preview.params["path"]]

@@ -30,7 +30,7 @@ def test_killed_worker_run_resumes_and_every_response_exists_once():
         run = GenerationRun.objects.create(name="crash test")
         run.scenarios.set(scenarios)
         run.companions.set(companions)
-        stale = {"GENERATION_STALE_SECONDS": "2"}
+        stale = {"JOB_STALE_SECONDS": "2"}
 
         with celery_worker(env=stale) as worker:
             queue_run(run)

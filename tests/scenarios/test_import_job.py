@@ -31,14 +31,14 @@ def test_release_import_runs_on_a_real_worker(release_file):
         preview = queue_import(path, "dialogue_base.jsonl", dry_run=True)
         wait_for(lambda: Job.objects.get(pk=preview.pk).is_finished)
         preview.refresh_from_db()
-        assert preview.state == Job.State.SUCCEEDED, preview.message
+        assert preview.state == Job.State.COMPLETED, preview.message
         assert preview.result["created"] == 1882
         assert Scenario.objects.count() == 0
 
         job = queue_import(path, "dialogue_base.jsonl", dry_run=False)
         wait_for(lambda: Job.objects.get(pk=job.pk).is_finished)
     job.refresh_from_db()
-    assert job.state == Job.State.SUCCEEDED, job.message
+    assert job.state == Job.State.COMPLETED, job.message
     assert job.done == job.total == 1882
     assert Scenario.objects.count() == 1882
     assert jobs.live_progress(job)["percent"] == 100

@@ -534,13 +534,13 @@ def test_the_celery_task_previews_then_writes_and_reports_on_the_job(bank, tmp_p
     path = default_storage.save("imports/r/up.zip", ContentFile((tmp_path / "up.zip").read_bytes()))
 
     preview = queue(path, "up.zip", dry_run=True)
-    assert preview.state == Job.State.SUCCEEDED, preview.message
+    assert preview.state == Job.State.COMPLETED, preview.message
     assert (preview.result["created"], preview.result["run"]) == (9, "job-run")
     assert preview.result["new_companions"] == ["model-a", "model-b"]
     assert db_counts() == (0, 0, 0)
 
     job = queue(path, "up.zip", dry_run=False)
-    assert job.state == Job.State.SUCCEEDED, job.message
+    assert job.state == Job.State.COMPLETED, job.message
     assert job.result["written"] and job.result["created"] == 9
     assert job.done == job.total == preview.result["lines"]
     assert stored() == EVALUATOR_EXPECTED

@@ -85,7 +85,7 @@ def test_large_campaign_is_computed_by_a_job(
         first = researcher_client.get(url)
     assert first.context["job"] is not None and first.context["report"] is None
     job = Job.objects.get(kind="agreement")
-    assert job.state == Job.State.SUCCEEDED and job.result["report"]
+    assert job.state == Job.State.COMPLETED and job.result["report"]
     assert researcher_client.get(url).context["report"]["judgments"] > 10
 
 

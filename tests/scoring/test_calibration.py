@@ -11,7 +11,7 @@ from annotation.models import Judgment
 from h2htalk.models import Job
 from h2htalk.stats.calibration.cross_validation import verdict_sentence
 from h2htalk.stats.calibration.data import fingerprint
-from scoring import charts
+from scoring import charts, tasks
 from scoring.calibration import fitting
 from scoring.metrics import features
 from scoring.models import CalibratedJudge, JudgeConfig, JudgeVerdict
@@ -163,7 +163,7 @@ def test_fit_as_a_background_job(
         response = fit_by_page(researcher_client, campaign, judge)
     job = Job.objects.get(kind=fitting.KIND)
     assert response["Location"] == f"{reverse('calibration:list')}#job-{job.pk}"
-    assert job.state == Job.State.SUCCEEDED, job.message
+    assert job.state == Job.State.COMPLETED, job.message
     stored = CalibratedJudge.objects.get(pk=job.result["calibrated_judge"])
     assert stored.created_by == researcher
     listing = researcher_client.get(reverse("calibration:list")).content.decode()
@@ -173,7 +173,7 @@ def test_fit_as_a_background_job(
 def test_a_failing_job_says_why(researcher, raters, django_capture_on_commit_callbacks):
     campaign, _ = support.rated_campaign(researcher, raters, n_scenarios=3, seed=6, votes=1)
     with django_capture_on_commit_callbacks(execute=True):
-        job = fitting.queue_fit(researcher, campaign)
+        job = tasks.queue_fit_job(researcher, campaign)
     job.refresh_from_db()
     assert job.state == Job.State.FAILED and "too few" in job.message
 

@@ -83,7 +83,7 @@ def test_fit_errors_and_background_job(api, rated, monkeypatch, django_capture_o
         accepted = api.post(url, {"campaign": campaign.pk}, format="json")
     assert accepted.status_code == 202
     job = Job.objects.get(pk=accepted.json()["job"])
-    assert job.state == Job.State.SUCCEEDED and CalibratedJudge.objects.count() == 1
+    assert job.state == Job.State.COMPLETED and CalibratedJudge.objects.count() == 1
 
 
 def test_import_via_api(api, researcher):

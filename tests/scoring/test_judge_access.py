@@ -103,7 +103,7 @@ def world(admin_user, researcher, annotator, nobody):
     verdict = JudgeVerdict.objects.create(run=run, response=response, parse="strict")
     job = Job.objects.create(
         kind="judge_import",
-        state=Job.State.SUCCEEDED,
+        state=Job.State.COMPLETED,
         created_by=researcher,
         params={
             "path": "imports/x/v.jsonl",

@@ -249,7 +249,7 @@ def test_import_pages_preview_then_confirm(
     assert response.status_code == 302 and response["Location"] == reverse(
         "judges:import_job", args=[job.pk]
     )
-    assert job.state == Job.State.SUCCEEDED, job.message
+    assert job.state == Job.State.COMPLETED, job.message
     page = researcher_client.get(response["Location"]).content.decode()
     assert "Preview (nothing written yet)" in page and 'id="confirm-import"' in page
     assert not JudgeVerdict.objects.exists()
@@ -257,7 +257,7 @@ def test_import_pages_preview_then_confirm(
     with django_capture_on_commit_callbacks(execute=True):
         response = researcher_client.post(reverse("judges:import_confirm", args=[job.pk]))
     written = Job.objects.filter(kind="judge_import").exclude(pk=job.pk).get()
-    assert written.state == Job.State.SUCCEEDED and written.result["written"]
+    assert written.state == Job.State.COMPLETED and written.result["written"]
     assert JudgeRun.objects.get().name == "ext" and JudgeVerdict.objects.count() == 6
     page = researcher_client.get(response["Location"]).content.decode()
     assert "Imported" in page and 'id="confirm-import"' not in page

@@ -4,12 +4,12 @@ errors, budget pause and resume, cancel, and the stale-heartbeat takeover."""
 
 import json
 import re
-from datetime import timedelta
+import time
 
 import pytest
-from django.utils import timezone
+from django.core.cache import cache
 
-from h2htalk import runner
+from h2htalk import heartbeat, runner
 from scoring.judges import judging
 from scoring.judges.parsing import DIMENSIONS
 from scoring.models import JudgeRun, JudgeVerdict
@@ -243,7 +243,7 @@ def test_budget_pauses_the_run_and_resume_finishes_without_duplicates(
 def test_cancel_mid_run_stops_new_requests_and_resume_finishes(
     server, monkeypatch, django_capture_on_commit_callbacks
 ):
-    monkeypatch.setattr(runner, "HEARTBEAT_SECONDS", 0.0)  # look at the row every loop
+    monkeypatch.setattr(runner, "POLL_SECONDS", 0.0)  # look at the row every loop
     responses, _ = response_run([f"case=valid {i}" for i in range(30)])
     config = judge_config(server, max_concurrency=1)
     run = judge_run(config, responses=responses.responses.all())
@@ -290,12 +290,14 @@ def test_a_live_run_is_not_claimed_twice_but_a_stale_one_is_taken_over(server):
     assert judging.execute(run.pk) == runner.NOT_CLAIMED
     assert run.pk not in judging.stale_runs()
 
-    JudgeRun.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now() - timedelta(seconds=120))
+    beating = heartbeat.subject(JudgeRun, run.pk)
+    heartbeat.stop(beating)  # the first executor's worker dies: its last beat ages
+    cache.set(heartbeat.key(beating), time.time() - heartbeat.stale_seconds() - 5)
     assert judging.stale_runs() == [run.pk]
     assert judging.execute(run.pk) == JudgeRun.State.COMPLETED
     assert run.verdicts.count() == 1
-    # The old executor's token no longer owns the run: its heartbeat says "taken over".
-    assert runner.beat(JudgeRun, run.pk, token) is None
+    # The old executor's token no longer owns the run: its next poll says "taken over".
+    assert runner.poll(JudgeRun, run.pk, token) is None
 
 
 def test_a_judge_without_endpoint_skips_everything_and_says_so(server):

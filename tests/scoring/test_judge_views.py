@@ -5,8 +5,8 @@ import json
 
 import pytest
 from django.urls import reverse
-from django.utils import timezone
 
+from h2htalk import heartbeat
 from scoring.judges import parsing, prompts
 from scoring.models import JudgeConfig, JudgeRun, JudgeVerdict
 from tests.conftest import make_user
@@ -311,7 +311,8 @@ def test_api_configs_runs_verdicts_and_bias(
     with django_capture_on_commit_callbacks(execute=True):
         resumed = researcher_client.post(f"/api/judges/runs/{run_id}/resume/")
     assert resumed.status_code == 200
-    JudgeRun.objects.filter(pk=run_id).update(state="running", heartbeat_at=timezone.now())
+    JudgeRun.objects.filter(pk=run_id).update(state="running")
+    heartbeat.beat(heartbeat.subject(JudgeRun, run_id))  # a live executor
     assert researcher_client.post(f"/api/judges/runs/{run_id}/resume/").status_code == 409
     cancelled = researcher_client.post(f"/api/judges/runs/{run_id}/cancel/")
     assert cancelled.status_code == 200

@@ -31,7 +31,7 @@ def test_killed_worker_judge_run_resumes_and_every_verdict_exists_once(researche
         # Slots held by the killed worker free up after timeout + 5 s.
         config = judge_config(server, mode="pairwise", max_concurrency=2, timeout_seconds=3)
         run = judge_run(config, campaign=campaign, name="judge crash test")
-        stale = {"GENERATION_STALE_SECONDS": "2"}
+        stale = {"JOB_STALE_SECONDS": "2"}
 
         with celery_worker(env=stale) as worker:
             queue_judge_run(run)

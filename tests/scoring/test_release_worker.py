@@ -4,6 +4,7 @@ registered in the worker), and the job's "compute" of a computed release verifie
 import pytest
 
 from h2htalk.models import Job
+from scoring import tasks
 from scoring.models import Release
 from scoring.releases import service as releases
 from tests.annotation import factories as campaign_factories
@@ -28,9 +29,9 @@ def test_a_worker_freezes_computes_and_verifies_a_large_release(
         release.refresh_from_db()
         job = Job.objects.get(pk=release.job_id)
         assert job.kind == releases.KIND
-        wait_for(lambda: Job.objects.get(pk=job.pk).state == Job.State.SUCCEEDED, timeout=30)
+        wait_for(lambda: Job.objects.get(pk=job.pk).state == Job.State.COMPLETED, timeout=30)
         assert release.result.data["counts"]["votes"] == 108
-        releases.queue_compute(release, researcher)
+        tasks.queue_release_job(release, researcher)
         wait_for(lambda: Release.objects.get(pk=release.pk).check_ok is not None, timeout=90)
     release.refresh_from_db()
     assert release.check_ok is True, release.check_message
