@@ -17,8 +17,8 @@ from django.test import Client
 from django.urls import reverse
 
 from annotation import queue
-from annotation.models import Assignment, Campaign, Comparison, Judgment
 from annotation.blinding import HIDDEN_NAME
+from annotation.models import Assignment, Campaign, Comparison, Judgment
 from scenarios.models import GenerationRun, Response, Scenario
 from tests.annotation import factories
 
