@@ -11,6 +11,7 @@ Submit and skip answer htmx requests with the next item plus the progress (out o
 JavaScript they redirect to the rating page (post/redirect/get).
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.contrib import messages
@@ -184,6 +185,27 @@ def rate(request, campaign_id):
     return _full_page(request, campaign, names, _next_item_context(request.user, campaign, names))
 
 
+def _submit_forms(data) -> tuple[RatingForm, dict]:
+    """The bound rating form, and both forms to show again should it be refused."""
+    form = RatingForm(data)
+    return form, {"rating_form": form, "skip_form": SkipForm(initial=_skip_initial(data))}
+
+
+def _skip_forms(data) -> tuple[SkipForm, dict]:
+    """The bound skip form, and both forms to show again (skip part open) should it be refused."""
+    form = SkipForm(data)
+    again = {"rating_form": RatingForm(initial=_rating_initial(data)), "skip_form": form}
+    return form, {**again, "skip_open": True}
+
+
+def _store_submit(user, key, form: RatingForm):
+    return queue.submit(user, key, form.submission())
+
+
+def _store_skip(user, key, form: SkipForm):
+    return queue.skip(user, key, form.cleaned_data["skip_reason"], form.cleaned_data["skip_note"])
+
+
 @dataclass(frozen=True)
 class _Answer:
     """What differs between submitting and skipping an item."""
@@ -192,32 +214,47 @@ class _Answer:
     replay: Assignment.State  # the state a replay of this answer finds the item in
     replay_notice: str
     stored_notice: str
+    forms: Callable  # POST data -> (the answer's bound form, item fields to show it again)
+    store: Callable  # (user, key, valid form) -> stored in the queue
 
 
-SUBMIT = _Answer("submit", Assignment.State.SUBMITTED, "Saved.", "Saved. Here is the next one.")
-SKIP = _Answer("skip", Assignment.State.SKIPPED, "Skipped.", "Skipped. Here is the next one.")
+SUBMIT = _Answer(
+    "submit",
+    Assignment.State.SUBMITTED,
+    "Saved.",
+    "Saved. Here is the next one.",
+    _submit_forms,
+    _store_submit,
+)
+SKIP = _Answer(
+    "skip",
+    Assignment.State.SKIPPED,
+    "Skipped.",
+    "Skipped. Here is the next one.",
+    _skip_forms,
+    _store_skip,
+)
 
 
-def _answer(request, key, answer: _Answer, form, store, **refused_item):
-    """Store a submit or skip with `store()` once `form` is valid, then answer with the next
-    item; on an open item an invalid form shows the item again with `refused_item`."""
+def _answer(request, key, answer: _Answer):
+    """Store a submit or skip once its form is valid, then answer with the next item; an open
+    item whose form is refused is shown again with what was entered and why."""
     assignment, campaign = _own_assignment(request, key)
     names = blind_names(campaign)
     if campaign.state != Campaign.State.OPEN and assignment.state != answer.replay:
         message = queue.not_open_message(campaign, answer.action)
         return _answer_not_open(request, campaign, names, message)
+    form, again = answer.forms(request.POST)
     if not form.is_valid():
         if assignment.state == Assignment.State.OPEN:
-            errors = _form_errors(form)
-            return _answer_invalid(
-                request, campaign, names, assignment, errors=errors, **refused_item
-            )
+            again["errors"] = _form_errors(form)
+            return _answer_invalid(request, campaign, names, assignment, **again)
         if assignment.state == answer.replay:  # a replay: nothing to fix
             return _answer_next(request, campaign, names, notice=answer.replay_notice)
         error = f"This item was already {assignment.get_state_display().lower()}."
         return _answer_next(request, campaign, names, error=error)
     try:
-        store()
+        answer.store(request.user, key, form)
     except queue.NotYours as error:
         raise Http404("No such item.") from error
     except queue.CampaignNotOpen as error:
@@ -231,35 +268,14 @@ def _answer(request, key, answer: _Answer, form, store, **refused_item):
 @role_required(ANNOTATOR)
 def submit(request, key):
     """Store the judgment for this item (the key makes it idempotent), then the next item."""
-    form = RatingForm(request.POST)
-    return _answer(
-        request,
-        key,
-        SUBMIT,
-        form,
-        lambda: queue.submit(request.user, key, form.submission()),
-        rating_form=form,
-        skip_form=SkipForm(initial=_skip_initial(request.POST)),
-    )
+    return _answer(request, key, SUBMIT)
 
 
 @require_POST
 @role_required(ANNOTATOR)
 def skip(request, key):
     """Skip this item with a reason (it does not count), then the next item."""
-    form = SkipForm(request.POST)
-    return _answer(
-        request,
-        key,
-        SKIP,
-        form,
-        lambda: queue.skip(
-            request.user, key, form.cleaned_data["skip_reason"], form.cleaned_data["skip_note"]
-        ),
-        rating_form=RatingForm(initial=_rating_initial(request.POST)),
-        skip_form=form,
-        skip_open=True,
-    )
+    return _answer(request, key, SKIP)
 
 
 def _rating_initial(data) -> dict:
