@@ -279,25 +279,6 @@ def _queue_error(error: queue.QueueError) -> Response:
     return _error(str(error), status.HTTP_409_CONFLICT)
 
 
-def _check_own_item(user, key, action: str) -> None:
-    """As on the pages: only your own items, in campaigns you still rate in; else 404. In a
-    campaign that is not open, 409 before the body is read (a replay of what was already
-    stored still answers with it)."""
-    found = (
-        Assignment.objects.filter(key=key, annotator=user)
-        .values_list("comparison__campaign_id", "state")
-        .first()
-    )
-    campaign = (
-        Campaign.objects.filter(pk=found[0], annotators=user).first() if found is not None else None
-    )
-    if campaign is None:
-        raise queue.NotYours("No such item.")
-    replay = Assignment.State.SKIPPED if action == "skip" else Assignment.State.SUBMITTED
-    if campaign.state != Campaign.State.OPEN and found[1] != replay:
-        raise queue.CampaignNotOpen(queue.not_open_message(campaign, action))
-
-
 def _item(user, campaign: Campaign, assignment: Assignment) -> dict:
     payload = item_payload(assignment, blind_names(campaign))
     return RatingItemSerializer({**payload, "progress": _progress(user, campaign)}).data
@@ -464,7 +445,8 @@ class RatingAssignmentViewSet(viewsets.GenericViewSet):
         """As on the pages: only your own item, answerable in its campaign (404 / 409 before
         the body is read), then `store(valid body)` gives the answer's data."""
         try:
-            _check_own_item(request.user, key, self.action)
+            assignment, campaign = queue.rated_item(request.user, key)
+            queue.check_open(assignment, campaign, self.action)
             body = self.get_serializer_class()(data=request.data)
             body.is_valid(raise_exception=True)
             return Response(store(body))

@@ -27,11 +27,14 @@ from .blinding import blind_names, campaign_texts, item_payload
 from .forms import RatingForm, SkipForm
 from .markdown import render_markdown
 from .models import Assignment, Campaign
+from .monitoring import progress_percent
 
 # ---------------------------------------------------------------- page pieces
 
 
-def _campaign_context(user, campaign: Campaign, names: list[str]) -> dict:
+def _campaign_context(user, campaign: Campaign, names: list[str], on_screen: bool) -> dict:
+    """The campaign's blind texts and the user's progress; `on_screen`: an item is handed out
+    to the user, which "left for me" counts too (progress_for leaves out what was handed out)."""
     progress = queue.progress_for(user, campaign)
     texts = campaign_texts(campaign, names)
     return {
@@ -40,14 +43,9 @@ def _campaign_context(user, campaign: Campaign, names: list[str]) -> dict:
         "campaign_description": texts["description"],
         "guidelines_source": texts["guidelines"],
         "progress": progress,
-        "percent": _percent(progress),
+        "percent": round(progress_percent(progress.campaign_done, progress.campaign_target)),
+        "left_for_me": progress.left_for_me + (1 if on_screen else 0),
     }
-
-
-def _percent(progress) -> int:
-    if not progress.campaign_target:
-        return 0
-    return min(100, round(100 * progress.campaign_done / progress.campaign_target))
 
 
 def _item_context(
@@ -84,25 +82,9 @@ def _next_item_context(user, campaign: Campaign, names: list[str], **extra) -> d
     return _item_context(assignment, names, **extra)
 
 
-def _own_assignment(request, key) -> tuple[Assignment, Campaign]:
-    """The user's assignment by key and its campaign; 404 (never 403) for anything else."""
-    assignment = (
-        Assignment.objects.select_related("comparison__campaign")
-        .filter(key=key, annotator=request.user)
-        .first()
-    )
-    if assignment is None:
-        raise Http404("No such item.")
-    campaign = rating_campaign_or_404(request.user, assignment.comparison.campaign_id)
-    return assignment, campaign
-
-
 def _page_context(request, campaign: Campaign, names: list[str], item: dict) -> dict:
-    context = _campaign_context(request.user, campaign, names)
-    context.update(item)
-    # "Left for me" counts the item on screen too (progress_for leaves out what was handed out).
-    context["left_for_me"] = context["progress"].left_for_me + (1 if item["item"].get("key") else 0)
-    return context
+    on_screen = bool(item["item"].get("key"))
+    return {**_campaign_context(request.user, campaign, names, on_screen), **item}
 
 
 def _swap(request, campaign: Campaign, names: list[str], item: dict):
@@ -168,12 +150,15 @@ def _form_errors(form) -> list[str]:
 @role_required(ANNOTATOR)
 def home(request):
     """The annotator's landing page: their open campaigns with progress."""
-    rows = []
-    for campaign in rating_campaigns(request.user).order_by("-created_at", "pk"):
-        row = _campaign_context(request.user, campaign, blind_names(campaign))
-        current = queue.current_assignment(request.user, campaign)
-        row["left_for_me"] = row["progress"].left_for_me + (1 if current else 0)
-        rows.append(row)
+    rows = [
+        _campaign_context(
+            request.user,
+            campaign,
+            blind_names(campaign),
+            on_screen=queue.current_assignment(request.user, campaign) is not None,
+        )
+        for campaign in rating_campaigns(request.user).order_by("-created_at", "pk")
+    ]
     return render(request, "annotation/home.html", {"rows": rows})
 
 
@@ -210,8 +195,7 @@ def _store_skip(user, key, form: SkipForm):
 class _Answer:
     """What differs between submitting and skipping an item."""
 
-    action: str  # "submit" or "skip", for queue.not_open_message
-    replay: Assignment.State  # the state a replay of this answer finds the item in
+    action: str  # "submit" or "skip" (queue.REPLAY_STATE, queue.not_open_message)
     replay_notice: str
     stored_notice: str
     forms: Callable  # POST data -> (the answer's bound form, item fields to show it again)
@@ -220,7 +204,6 @@ class _Answer:
 
 SUBMIT = _Answer(
     "submit",
-    Assignment.State.SUBMITTED,
     "Saved.",
     "Saved. Here is the next one.",
     _submit_forms,
@@ -228,7 +211,6 @@ SUBMIT = _Answer(
 )
 SKIP = _Answer(
     "skip",
-    Assignment.State.SKIPPED,
     "Skipped.",
     "Skipped. Here is the next one.",
     _skip_forms,
@@ -239,17 +221,21 @@ SKIP = _Answer(
 def _answer(request, key, answer: _Answer):
     """Store a submit or skip once its form is valid, then answer with the next item; an open
     item whose form is refused is shown again with what was entered and why."""
-    assignment, campaign = _own_assignment(request, key)
+    try:
+        assignment, campaign = queue.rated_item(request.user, key)
+    except queue.NotYours as error:
+        raise Http404("No such item.") from error
     names = blind_names(campaign)
-    if campaign.state != Campaign.State.OPEN and assignment.state != answer.replay:
-        message = queue.not_open_message(campaign, answer.action)
-        return _answer_not_open(request, campaign, names, message)
+    try:
+        queue.check_open(assignment, campaign, answer.action)
+    except queue.CampaignNotOpen as error:
+        return _answer_not_open(request, campaign, names, str(error))
     form, again = answer.forms(request.POST)
     if not form.is_valid():
         if assignment.state == Assignment.State.OPEN:
             again["errors"] = _form_errors(form)
             return _answer_invalid(request, campaign, names, assignment, **again)
-        if assignment.state == answer.replay:  # a replay: nothing to fix
+        if assignment.state == queue.REPLAY_STATE[answer.action]:  # a replay: nothing to fix
             return _answer_next(request, campaign, names, notice=answer.replay_notice)
         error = f"This item was already {assignment.get_state_display().lower()}."
         return _answer_next(request, campaign, names, error=error)
