@@ -106,9 +106,8 @@ def exclude(campaign: Campaign, users, reason: str, by=None) -> list[AnnotatorEx
 
 def flagged(campaign: Campaign) -> list[tuple[str, str]]:
     """(username, flag text) of every annotator the campaign's agreement report flags."""
-    from scoring.agreement.services import (
-        services as agreement,  # scoring builds on annotation: imported where needed
-    )
+    # scoring builds on annotation: imported where needed
+    from scoring.agreement import services as agreement
 
     return [
         (row["annotator"], row["flag"])
