@@ -1,11 +1,12 @@
 """The annotator's pages: the campaign list and the blind pairwise rating page.
 
 Blindness: everything rendered here is addressed by the campaign id and the assignment's random
-key only. The two responses are "Response A" (left) and "Response B" (right) in the layout drawn
-for the assignment; no companion, response, comparison or run is named or numbered, and no other
-annotator's vote is read. Campaign text written by researchers (name, description, guidelines)
-and the responses pass through `blind_text`, which hides the names of the campaign's companions
-and runs should they appear there.
+key only, and the item is `annotation.blinding.item_payload`, the same payload the rating API
+serializes. The two responses are "Response A" (left) and "Response B" (right) in the layout
+drawn for the assignment; no companion, response, comparison or run is named or numbered, and no
+other annotator's vote is read. Campaign text written by researchers (name, description,
+guidelines) comes from `blinding.campaign_texts`, with the campaign's companion and run names
+hidden.
 
 Submit and skip answer htmx requests with the next item plus the progress (out of band); without
 JavaScript they redirect to the rating page (post/redirect/get).
