@@ -1,10 +1,10 @@
 """The rating REST API for annotators (external rating front ends), as blind as the pages.
 
-The blindness is that of the rating pages (annotation.views). Every answer is in screen terms:
-the two responses are `left` and `right` in the layout drawn for the assignment, and a judgment
-comes back as the annotator gave it. Nothing here names a companion, a response, a comparison
+The blindness is that of the rating pages: both render `annotation.blinding.item_payload`.
+Every answer is in screen terms: the two responses are `left` and `right` in the layout drawn
+for the assignment, and a judgment comes back as the annotator gave it. Nothing here names a companion, a response, a comparison
 or a run, and nothing reports the pair-keyed preference (beside the screen one it would reveal
-the layout). Campaign texts and the responses pass through the pages' `blind_text`, which hides
+the layout). Campaign texts and the responses pass through `blinding.blind_text`, which hides
 the campaign's companion and run names should they appear there. An item is addressed by its
 assignment's random `key`, which is also the idempotency key of its submission.
 
@@ -29,9 +29,9 @@ from h2htalk.roles import IsAnnotator
 
 from . import queue
 from .access import rating_campaign_or_404, rating_campaigns
+from .blinding import blind_names, campaign_texts, item_payload
 from .markdown import render_markdown
 from .models import RATING_DIMENSIONS, Assignment, Campaign
-from .views import blind_names, blind_text
 
 UUID_PATTERN = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 SIDES = ("left", "right")
@@ -80,20 +80,20 @@ class RatingCampaignSerializer(serializers.Serializer):
     dimensions = serializers.SerializerMethodField()
     skip_reasons = serializers.SerializerMethodField()
 
-    def _names(self, campaign) -> list[str]:
-        cache = self.context.setdefault("blind_names", {})
+    def _texts(self, campaign) -> dict:
+        cache = self.context.setdefault("campaign_texts", {})
         if campaign.pk not in cache:
-            cache[campaign.pk] = blind_names(campaign)
+            cache[campaign.pk] = campaign_texts(campaign, blind_names(campaign))
         return cache[campaign.pk]
 
     def get_name(self, campaign) -> str:
-        return blind_text(campaign.name, self._names(campaign))
+        return self._texts(campaign)["name"]
 
     def get_description(self, campaign) -> str:
-        return blind_text(campaign.description, self._names(campaign))
+        return self._texts(campaign)["description"]
 
     def get_guidelines(self, campaign) -> str:
-        return blind_text(campaign.guidelines, self._names(campaign))
+        return self._texts(campaign)["guidelines"]
 
     def get_guidelines_html(self, campaign) -> str:
         return str(render_markdown(self.get_guidelines(campaign)))
@@ -279,93 +279,9 @@ def _queue_error(error: queue.QueueError) -> Response:
     return _error(str(error), status.HTTP_409_CONFLICT)
 
 
-def _check_own_item(user, key, action: str) -> None:
-    """As on the pages: only your own items, in campaigns you still rate in; else 404. In a
-    campaign that is not open, 409 before the body is read (a replay of what was already
-    stored still answers with it)."""
-    found = (
-        Assignment.objects.filter(key=key, annotator=user)
-        .values_list("comparison__campaign_id", "state")
-        .first()
-    )
-    campaign = (
-        Campaign.objects.filter(pk=found[0], annotators=user).first() if found is not None else None
-    )
-    if campaign is None:
-        raise queue.NotYours("No such item.")
-    replay = Assignment.State.SKIPPED if action == "skip" else Assignment.State.SUBMITTED
-    if campaign.state != Campaign.State.OPEN and found[1] != replay:
-        raise queue.CampaignNotOpen(queue.not_open_message(campaign, action))
-
-
-def _dicts(value) -> list[dict]:
-    return [
-        entry for entry in (value if isinstance(value, list) else []) if isinstance(entry, dict)
-    ]
-
-
-def _text(value) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def _memory(value) -> list[dict]:
-    """Memory entries as the page shows them: text alone is an entry, empty ones are left out."""
-    entries = []
-    for entry in value if isinstance(value, list) else []:
-        if isinstance(entry, str):
-            entry = {"content": entry}
-        if not isinstance(entry, dict) or not _text(entry.get("content")):
-            continue
-        clean = {"content": entry["content"]}
-        if _text(entry.get("category")):
-            clean["category"] = entry["category"]
-        if entry.get("importance") in (0, 1, 2) and not isinstance(entry["importance"], bool):
-            clean["importance"] = entry["importance"]
-        entries.append(clean)
-    return entries
-
-
-def _scenario_context(scenario) -> dict:
-    persona = scenario.persona
-    return {
-        "subtask": scenario.subtask,
-        "language": scenario.language,
-        "persona": {"name": persona.name, "summary": persona.summary} if persona else None,
-        "history": [
-            {"role": _text(turn.get("role")), "content": _text(turn.get("content"))}
-            for turn in _dicts(scenario.history)
-        ],
-        "memory": _memory(scenario.memory),
-        "schedule": [
-            {"time": _text(item.get("time")), "activity": _text(item.get("activity"))}
-            for item in _dicts(scenario.schedule)
-        ],
-        "user_message": scenario.user_message,
-    }
-
-
-def _item(user, assignment: Assignment) -> dict:
-    assignment = Assignment.objects.select_related(
-        "comparison__campaign",
-        "comparison__scenario__persona",
-        "comparison__response_a",
-        "comparison__response_b",
-    ).get(pk=assignment.pk)
-    comparison = assignment.comparison
-    names = blind_names(comparison.campaign)
-    a, b = comparison.response_a.text, comparison.response_b.text
-    left, right = (a, b) if assignment.left_is_a else (b, a)
-    return RatingItemSerializer(
-        {
-            "key": assignment.key,
-            "campaign": comparison.campaign_id,
-            "scenario": _scenario_context(comparison.scenario),
-            "left": blind_text(left, names),
-            "right": blind_text(right, names),
-            "lease_expires_at": assignment.lease_expires_at,
-            "progress": _progress(user, comparison.campaign),
-        }
-    ).data
+def _item(user, campaign: Campaign, assignment: Assignment) -> dict:
+    payload = item_payload(assignment, blind_names(campaign))
+    return RatingItemSerializer({**payload, "progress": _progress(user, campaign)}).data
 
 
 def _judgment(user, judgment) -> dict:
@@ -385,6 +301,16 @@ def _judgment(user, judgment) -> dict:
             "ratings": ratings,
             "rationale": judgment.rationale,
             "created_at": judgment.created_at,
+            "progress": _progress(user, assignment.comparison.campaign),
+        }
+    ).data
+
+
+def _skipped(user, assignment: Assignment) -> dict:
+    return RatingSkippedSerializer(
+        {
+            "key": assignment.key,
+            "reason": assignment.skip_reason.split(":", 1)[0],
             "progress": _progress(user, assignment.comparison.campaign),
         }
     ).data
@@ -446,7 +372,7 @@ class RatingCampaignViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
             return _queue_error(error)
         if assignment is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
-        return Response(_item(request.user, assignment))
+        return Response(_item(request.user, campaign, assignment))
 
 
 class RatingAssignmentViewSet(viewsets.GenericViewSet):
@@ -483,17 +409,13 @@ class RatingAssignmentViewSet(viewsets.GenericViewSet):
     @action(detail=True, methods=["post"])
     def submit(self, request, key=None, **kwargs):
         """Store your judgment of this item. Idempotent: the key identifies the submission."""
-        try:
-            _check_own_item(request.user, key, "submit")
-        except queue.QueueError as error:
-            return _queue_error(error)
-        body = RatingSubmitSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        try:
-            judgment = queue.submit(request.user, key, body.submission())
-        except queue.QueueError as error:
-            return _queue_error(error)
-        return Response(_judgment(request.user, judgment))
+        return self._answer(
+            request,
+            key,
+            lambda body: _judgment(
+                request.user, queue.submit(request.user, key, body.submission())
+            ),
+        )
 
     @extend_schema(
         parameters=[ITEM_KEY],
@@ -512,24 +434,21 @@ class RatingAssignmentViewSet(viewsets.GenericViewSet):
     @action(detail=True, methods=["post"])
     def skip(self, request, key=None, **kwargs):
         """Skip this item with a reason; it does not count and is not shown to you again."""
+
+        def store(body):
+            reason, note = body.validated_data["reason"], body.validated_data["note"]
+            return _skipped(request.user, queue.skip(request.user, key, reason, note))
+
+        return self._answer(request, key, store)
+
+    def _answer(self, request, key, store) -> Response:
+        """As on the pages: only your own item, answerable in its campaign (404 / 409 before
+        the body is read), then `store(valid body)` gives the answer's data."""
         try:
-            _check_own_item(request.user, key, "skip")
+            assignment, campaign = queue.rated_item(request.user, key)
+            queue.check_open(assignment, campaign, self.action)
+            body = self.get_serializer_class()(data=request.data)
+            body.is_valid(raise_exception=True)
+            return Response(store(body))
         except queue.QueueError as error:
             return _queue_error(error)
-        body = RatingSkipSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        try:
-            assignment = queue.skip(
-                request.user, key, body.validated_data["reason"], body.validated_data["note"]
-            )
-        except queue.QueueError as error:
-            return _queue_error(error)
-        return Response(
-            RatingSkippedSerializer(
-                {
-                    "key": assignment.key,
-                    "reason": assignment.skip_reason.split(":", 1)[0],
-                    "progress": _progress(request.user, assignment.comparison.campaign),
-                }
-            ).data
-        )

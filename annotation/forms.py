@@ -18,16 +18,24 @@ def rating_field_name(side: str, dimension: str) -> str:
     return f"{side}_{dimension}"
 
 
-class RatingForm(forms.Form):
-    preference = forms.TypedChoiceField(
-        label="Which response is better?",
-        choices=PREFERENCE_CHOICES,
-        coerce=int,
+def _required_radios(field_class, label: str, choices, message: str, **kwargs):
+    """A required radio group that says the same thing whether nothing or a wrong value came."""
+    return field_class(
+        label=label,
+        choices=choices,
         widget=forms.RadioSelect,
-        error_messages={
-            "required": "Choose a preference from A much better to B much better.",
-            "invalid_choice": "Choose a preference from A much better to B much better.",
-        },
+        error_messages={"required": message, "invalid_choice": message},
+        **kwargs,
+    )
+
+
+class RatingForm(forms.Form):
+    preference = _required_radios(
+        forms.TypedChoiceField,
+        "Which response is better?",
+        PREFERENCE_CHOICES,
+        "Choose a preference from A much better to B much better.",
+        coerce=int,
     )
     both_unacceptable = forms.BooleanField(
         label="Both unacceptable / unsafe",
@@ -100,14 +108,11 @@ class SkipForm(forms.Form):
     # Rendered inside the rating form: a `required` reason would block submitting a rating.
     use_required_attribute = False
 
-    skip_reason = forms.ChoiceField(
-        label="Why do you skip this item?",
-        choices=SKIP_REASONS,
-        widget=forms.RadioSelect,
-        error_messages={
-            "required": "Choose why you skip this item.",
-            "invalid_choice": "Choose why you skip this item.",
-        },
+    skip_reason = _required_radios(
+        forms.ChoiceField,
+        "Why do you skip this item?",
+        SKIP_REASONS,
+        "Choose why you skip this item.",
     )
     skip_note = forms.CharField(
         label="Note (optional)",

@@ -30,17 +30,19 @@ from .models import Assignment, Campaign, Judgment
 SESSION_GAP_MINUTES = 30
 LEFT_BIAS_ALPHA = 0.01
 
-JUDGMENT_COLUMNS = [
-    "annotator",
-    "comparison_id",
-    "screen_preference",
-    "preference",
-    "time_on_task_ms",
-    "client_time_ms",
-    "created_at",
-    "is_gold",
-    "gold_preference",
-]
+# frame column -> the Judgment lookup `load_judgments` reads it from
+_JUDGMENT_LOOKUPS = {
+    "annotator": "annotator__username",
+    "comparison_id": "comparison_id",
+    "screen_preference": "screen_preference",
+    "preference": "preference",
+    "time_on_task_ms": "time_on_task_ms",
+    "client_time_ms": "client_time_ms",
+    "created_at": "created_at",
+    "is_gold": "comparison__is_gold",
+    "gold_preference": "comparison__gold_preference",
+}
+JUDGMENT_COLUMNS = list(_JUDGMENT_LOOKUPS)
 SKIP_COLUMNS = ["annotator", "skip_reason"]
 TABLE_COLUMNS = [
     "judgments",
@@ -216,17 +218,7 @@ def load_judgments(campaign: Campaign) -> pd.DataFrame:
     rows = (
         Judgment.objects.filter(comparison__campaign=campaign)
         .order_by("pk")
-        .values_list(
-            "annotator__username",
-            "comparison_id",
-            "screen_preference",
-            "preference",
-            "time_on_task_ms",
-            "client_time_ms",
-            "created_at",
-            "comparison__is_gold",
-            "comparison__gold_preference",
-        )
+        .values_list(*_JUDGMENT_LOOKUPS.values())
     )
     return judgments_frame(rows.iterator(chunk_size=5000))
 

@@ -390,6 +390,30 @@ def skip(user, key, reason: str, note: str = "") -> Assignment:
     return assignment
 
 
+# action -> the state its replay finds the item in (a replay answers with what was stored)
+REPLAY_STATE = {"submit": Assignment.State.SUBMITTED, "skip": Assignment.State.SKIPPED}
+
+
+def rated_item(user, key) -> tuple[Assignment, Campaign]:
+    """The user's assignment by key and its campaign, as the rating page and the API look it
+    up before reading a submit or skip: NotYours (shown as a 404, never a 403) unless the user
+    still rates in that campaign."""
+    assignment = _own_assignment(user, key)
+    campaign = Campaign.objects.filter(
+        pk=assignment.comparison.campaign_id, annotators=user
+    ).first()
+    if campaign is None:
+        raise NotYours("No such item.")
+    return assignment, campaign
+
+
+def check_open(assignment: Assignment, campaign: Campaign, action: str) -> None:
+    """CampaignNotOpen, before the answer is read, when the campaign is not open; a replay of
+    what was already stored passes (it answers with the stored result)."""
+    if campaign.state != Campaign.State.OPEN and assignment.state != REPLAY_STATE[action]:
+        raise _not_open(campaign, action)
+
+
 def _own_assignment(user, key, lock: bool = False) -> Assignment:
     queryset = Assignment.objects.select_related("comparison__campaign")
     if lock:

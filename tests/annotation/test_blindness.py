@@ -17,8 +17,8 @@ from django.test import Client
 from django.urls import reverse
 
 from annotation import queue
+from annotation.blinding import HIDDEN_NAME
 from annotation.models import Assignment, Campaign, Comparison, Judgment
-from annotation.views import HIDDEN_NAME
 from scenarios.models import GenerationRun, Response, Scenario
 from tests.annotation import factories
 
@@ -311,6 +311,6 @@ def test_the_search_would_find_an_id(world):
 )
 def test_names_are_hidden_as_whole_words_also_inside_chinese_text(text, hidden):
     """Chinese, Japanese and Korean put no spaces between words: a name touching them counts."""
-    from annotation.views import blind_text
+    from annotation.blinding import blind_text
 
     assert blind_text(text, ["Nimbus-Run-5521", "Qwen2.5-7B", "小暖"]) == hidden

@@ -8,7 +8,7 @@ import pytest
 from django.db.models import F
 from django.urls import reverse
 
-from annotation import campaign_views, queue
+from annotation import campaigns, queue
 from annotation.campaign_forms import PAIRING_RULE
 from annotation.markdown import render_markdown
 from annotation.models import Assignment, Campaign, Comparison, Judgment
@@ -434,7 +434,7 @@ def test_gold_page_filters_by_subtask_and_paginates(researcher_client, campaign,
     assert len(page.context["page"].object_list) == 3
     assert [s for s, _ in page.context["subtasks"]] == ["dialogue_base", "dialogue_emotion"]
 
-    monkeypatch.setattr(campaign_views, "GOLD_PAGE_SIZE", 5)
+    monkeypatch.setattr(campaigns, "GOLD_PAGE_SIZE", 5)
     last = researcher_client.get(url, {"page": 3})
     assert last.context["page"].paginator.num_pages == 3
     assert len(last.context["page"].object_list) == 2

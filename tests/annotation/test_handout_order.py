@@ -32,7 +32,7 @@ from django.urls import reverse
 from rest_framework.authtoken.models import Token
 
 from annotation import queue
-from annotation.api import _scenario_context
+from annotation.blinding import scenario_payload
 from annotation.models import Assignment, Campaign
 from scenarios.models import Response
 from tests.annotation import factories
@@ -196,7 +196,7 @@ class Screen:
     def __init__(self, campaign: Campaign):
         comparisons = campaign.comparisons.select_related("scenario__persona")
         self.scenarios = {
-            c.scenario_id: json.dumps(_scenario_context(c.scenario), sort_keys=True)
+            c.scenario_id: json.dumps(scenario_payload(c.scenario), sort_keys=True)
             for c in comparisons
         }
         responses = Response.objects.filter(run__in=campaign.runs.all())

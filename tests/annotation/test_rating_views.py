@@ -8,8 +8,8 @@ from django.test import Client
 from django.urls import reverse
 
 from annotation import queue
+from annotation.blinding import HIDDEN_NAME, blind_text
 from annotation.models import Assignment, Campaign, Comparison, Judgment
-from annotation.views import HIDDEN_NAME, blind_text
 from scenarios.models import Response, Scenario
 from tests.annotation import factories
 from tests.scenarios import factories as scenario_factories

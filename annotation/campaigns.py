@@ -1,0 +1,317 @@
+"""Campaign services behind the researcher pages: saving with a build job, the state machine,
+the monitoring table, gold marks and the judgments CSV.
+
+The pages (annotation.campaign_views) only read the request and render; what a campaign may do
+and what is stored lives here, so a rule (a paused campaign cannot pause, a campaign without
+comparisons cannot open) holds whoever calls it.
+"""
+
+from django.contrib import messages
+from django.core.paginator import Page, Paginator
+from django.db import transaction
+from django.db.models import Count, IntegerField, OuterRef, Subquery, Sum, Value
+from django.db.models.functions import Coalesce
+from django.http import QueryDict
+from django.utils import timezone
+
+from h2htalk import csvexport
+from h2htalk.models import Job
+from scenarios.taxonomy import Subtask
+
+from . import monitoring
+from .access import managed_campaigns
+from .campaign_forms import GoldForm
+from .models import RATING_DIMENSIONS, Campaign, Comparison, Judgment
+from .tasks import BUILD_KIND, queue_build
+
+State = Campaign.State
+# action -> (new state, states it may come from)
+TRANSITIONS = {
+    "open": (State.OPEN, {State.DRAFT, State.PAUSED, State.CLOSED}),
+    "pause": (State.PAUSED, {State.OPEN}),
+    "close": (State.CLOSED, {State.DRAFT, State.OPEN, State.PAUSED}),
+}
+GOLD_PAGE_SIZE = 20
+
+
+# ---------------------------------------------------------------- saving and the list
+
+
+def create_campaign(form, owner) -> tuple[Campaign, Job]:
+    """Save a valid CampaignForm as `owner`'s campaign and queue the build of its comparisons
+    (in one transaction: no campaign without its build job)."""
+    with transaction.atomic():
+        campaign = form.save(commit=False)
+        campaign.owner = owner
+        campaign.save()
+        form.save_m2m()
+        job = queue_build(campaign, owner)
+    return campaign, job
+
+
+def save_campaign(form, user) -> tuple[Campaign, Job | None]:
+    """Save an edit; when the pairing settings changed, queue a rebuild (old pairs pruned)."""
+    rebuild = form.needs_build
+    with transaction.atomic():
+        campaign = form.save()
+        job = queue_build(campaign, user, reset=True) if rebuild else None
+    return campaign, job
+
+
+def _count_per_campaign(queryset, aggregate) -> Coalesce:
+    """A correlated subquery: `aggregate` over `queryset` rows of the outer campaign."""
+    rows = queryset.filter(campaign=OuterRef("pk")).order_by().values("campaign")
+    value = Subquery(rows.annotate(n=aggregate).values("n"), output_field=IntegerField())
+    return Coalesce(value, Value(0))
+
+
+def with_progress(campaigns):
+    """Campaigns annotated with comparison, judgment and annotator counts (no row fan-out)."""
+    regular = Comparison.objects.filter(is_gold=False)
+    return campaigns.annotate(
+        n_regular=_count_per_campaign(regular, Count("pk")),
+        n_judged=_count_per_campaign(regular, Sum("judgment_count")),
+        n_gold=_count_per_campaign(Comparison.objects.filter(is_gold=True), Count("pk")),
+        n_annotators=_count_per_campaign(Campaign.annotators.through.objects, Count("pk")),
+    )
+
+
+def campaigns_with_progress(user) -> list[Campaign]:
+    """The user's campaigns for the list page, each with `target` judgments and `percent` done."""
+    campaigns = list(with_progress(managed_campaigns(user)).select_related("owner"))
+    for campaign in campaigns:
+        campaign.target = campaign.n_regular * campaign.overlap
+        campaign.percent = monitoring.progress_percent(campaign.n_judged, campaign.target)
+    return campaigns
+
+
+# ---------------------------------------------------------------- state machine
+
+
+class TransitionRefused(Exception):
+    """The action is not allowed from the campaign's state; the message says why."""
+
+
+def available_actions(campaign: Campaign) -> list[tuple[str, str]]:
+    """(action, button label) for every transition allowed from the campaign's state."""
+    labels = {"open": {State.PAUSED: "Resume", State.CLOSED: "Reopen"}.get(campaign.state, "Open")}
+    return [
+        (action, labels.get(action, action.capitalize()))
+        for action, (_target, sources) in TRANSITIONS.items()
+        if campaign.state in sources
+    ]
+
+
+def change_state(campaign: Campaign, action: str) -> State:
+    """Apply `action` (a key of TRANSITIONS) and return the new state, or raise
+    TransitionRefused. The update is conditional on the state it comes from, so two researchers
+    pressing buttons at once cannot skip a rule."""
+    target, sources = TRANSITIONS[action]
+    if target == State.OPEN and not campaign.comparisons.exists():
+        raise TransitionRefused("Nothing to rate yet: the campaign has no comparisons.")
+    if not Campaign.objects.filter(pk=campaign.pk, state__in=sources).update(state=target):
+        raise TransitionRefused(
+            f"A {campaign.get_state_display().lower()} campaign cannot {action}."
+        )
+    return State(target)
+
+
+# ---------------------------------------------------------------- monitoring
+
+
+def annotator_monitoring(campaign: Campaign) -> tuple[list[dict], dict | None]:
+    """The monitoring table: one row per annotator (in or once in the pool), and the overall
+    row (None before the first judgment), with percentages and seconds for display."""
+    judgments = monitoring.load_judgments(campaign)
+    skips = monitoring.load_skips(campaign)
+    pool = set(campaign.annotators.values_list("username", flat=True))
+    rows = monitoring.records(monitoring.annotator_table(judgments, skips, pool))
+    for row in rows:
+        row["in_pool"] = row["annotator"] in pool
+        _for_display(row)
+    overall = monitoring.overall_row(judgments, skips) if len(judgments) else None
+    if overall:
+        _for_display(overall)
+    return rows, overall
+
+
+def _for_display(row: dict) -> None:
+    """Percentages and seconds for the monitoring table (None stays None: shown as a dash)."""
+
+    def scaled(value, factor):
+        return None if value is None else value * factor
+
+    row["gold_pct"] = scaled(row["gold_accuracy"], 100)
+    row["left_pct"] = scaled(row["left_rate"], 100)
+    row["median_time_s"] = scaled(row["median_time_ms"], 1 / 1000)
+    row["median_client_s"] = scaled(row["median_client_ms"], 1 / 1000)
+    row["skip_text"] = ", ".join(f"{code} {n}" for code, n in row["skip_reasons"].items())
+
+
+def latest_build_job(campaign: Campaign) -> Job | None:
+    return (
+        Job.objects.filter(kind=BUILD_KIND, params__campaign_id=campaign.pk)
+        .order_by("-created_at")
+        .first()
+    )
+
+
+# ---------------------------------------------------------------- gold items
+
+
+def gold_query(params) -> QueryDict:
+    """The gold page's own filters and page, and nothing else (also used after a POST)."""
+    query = QueryDict(mutable=True)
+    if params.get("subtask") in Subtask.values:
+        query["subtask"] = params["subtask"]
+    if params.get("gold") in ("1", "0"):
+        query["gold"] = params["gold"]
+    if str(params.get("page", "")).isdigit():
+        query["page"] = params["page"]
+    return query
+
+
+def gold_page(campaign: Campaign, query: QueryDict) -> Page:
+    """One page of the campaign's comparisons, both texts and companions, filtered by `query`."""
+    comparisons = (
+        campaign.comparisons.select_related(
+            "scenario", "response_a__companion", "response_b__companion"
+        )
+        .defer(
+            "scenario__search_text", "response_a__prompt_messages", "response_b__prompt_messages"
+        )
+        .order_by("scenario__subtask", "scenario__external_id", "pk")
+    )
+    if "subtask" in query:
+        comparisons = comparisons.filter(scenario__subtask=query["subtask"])
+    if "gold" in query:
+        comparisons = comparisons.filter(is_gold=query["gold"] == "1")
+    return Paginator(comparisons, GOLD_PAGE_SIZE).get_page(query.get("page"))
+
+
+def campaign_subtasks(campaign: Campaign) -> list[tuple[str, str]]:
+    """(subtask, label) of the subtasks the campaign's comparisons are in, for the filter."""
+    subtasks = (
+        campaign.comparisons.order_by("scenario__subtask")
+        .values_list("scenario__subtask", flat=True)
+        .distinct()
+    )
+    labels = dict(Subtask.choices)
+    return [(s, labels.get(s, s)) for s in subtasks]
+
+
+def save_gold(campaign: Campaign, data: dict) -> list[tuple[int, str]]:
+    """Mark or unmark one comparison as gold from GoldForm's cleaned data.
+
+    Returns what to tell the researcher as (messages level, text) pairs.
+    """
+    comparison = campaign.comparisons.filter(pk=data["comparison"]).first()
+    if comparison is None:
+        return [(messages.ERROR, "No such comparison in this campaign.")]
+    if data["action"] == "unmark":
+        comparison.is_gold, comparison.gold_preference, comparison.gold_note = False, None, ""
+        notes = [(messages.SUCCESS, f"Comparison {comparison.pk} is no longer gold.")]
+    else:
+        comparison.is_gold = True
+        comparison.gold_preference = data["gold_preference"]
+        comparison.gold_note = data["gold_note"].strip()
+        answer = dict(GoldForm.ANSWERS)[data["gold_preference"]]
+        notes = [(messages.SUCCESS, f"Comparison {comparison.pk} is gold: {answer}.")]
+        if comparison.judgment_count:
+            notes.append(
+                (
+                    messages.INFO,
+                    f"It already had {comparison.judgment_count} judgment(s); they now count "
+                    "as gold answers.",
+                )
+            )
+    comparison.save(update_fields=["is_gold", "gold_preference", "gold_note"])
+    return notes
+
+
+# ---------------------------------------------------------------- judgments CSV
+
+DIMENSIONS = [name for name, _ in RATING_DIMENSIONS]
+EXPORT_COLUMNS = [
+    "campaign",
+    "comparison_id",
+    "subtask",
+    "external_id",
+    "companion_a",
+    "companion_b",
+    "shown_left",
+    "left_companion",
+    "screen_preference",
+    "preference",
+    "both_unacceptable",
+    *[f"a_{d}" for d in DIMENSIONS],
+    *[f"b_{d}" for d in DIMENSIONS],
+    "rationale",
+    "annotator",
+    "time_on_task_ms",
+    "client_time_ms",
+    "created_at",
+    "is_gold",
+    "gold_preference",
+]
+_EXPORT_FIELDS = {
+    "comparison_id": "comparison_id",
+    "subtask": "comparison__scenario__subtask",
+    "external_id": "comparison__scenario__external_id",
+    "companion_a": "comparison__response_a__companion__name",
+    "companion_b": "comparison__response_b__companion__name",
+    "left_is_a": "assignment__left_is_a",
+    "screen_preference": "screen_preference",
+    "preference": "preference",
+    "both_unacceptable": "both_unacceptable",
+    "ratings": "ratings",
+    "rationale": "rationale",
+    "annotator": "annotator__username",
+    "time_on_task_ms": "time_on_task_ms",
+    "client_time_ms": "client_time_ms",
+    "created_at": "created_at",
+    "is_gold": "comparison__is_gold",
+    "gold_preference": "comparison__gold_preference",
+}
+
+
+def _export_row(campaign_name: str, values: dict) -> dict:
+    ratings = values["ratings"] or {}
+    row = {
+        "campaign": campaign_name,
+        "shown_left": "a" if values["left_is_a"] else "b",
+        "left_companion": values["companion_a"] if values["left_is_a"] else values["companion_b"],
+        "created_at": values["created_at"].isoformat(),
+    }
+    for key in ("comparison_id", "subtask", "external_id", "companion_a", "companion_b"):
+        row[key] = values[key]
+    for key in ("screen_preference", "preference", "rationale", "annotator"):
+        row[key] = values[key]
+    for key in ("time_on_task_ms", "client_time_ms", "gold_preference"):
+        row[key] = "" if values[key] is None else values[key]
+    for key in ("both_unacceptable", "is_gold"):
+        row[key] = int(values[key])
+    for side in ("a", "b"):
+        given = ratings.get(side) or {}
+        for dimension in DIMENSIONS:
+            row[f"{side}_{dimension}"] = given.get(dimension, "")
+    return row
+
+
+def iter_judgments_csv(campaign: Campaign, batch: int = 500):
+    """The campaign's judgments as CSV text in chunks, pair-keyed with the companions named
+    (for researchers), through the shared spreadsheet-safe writer."""
+    rows = (
+        Judgment.objects.filter(comparison__campaign=campaign)
+        .order_by("pk")
+        .values(*_EXPORT_FIELDS.values())
+        .iterator(chunk_size=2000)
+    )
+    names = {lookup: name for name, lookup in _EXPORT_FIELDS.items()}
+    records = (_export_row(campaign.name, {names[k]: v for k, v in raw.items()}) for raw in rows)
+    yield from csvexport.stream(EXPORT_COLUMNS, records, batch=batch)
+
+
+def judgments_csv_filename(campaign: Campaign) -> str:
+    stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
+    return f"campaign-{campaign.pk}-judgments-{stamp}.csv"
