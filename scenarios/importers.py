@@ -106,25 +106,13 @@ class ImportReport:
 
 
 def iter_lines(stream: io.BufferedIOBase) -> Iterator[tuple[int, str | RowError]]:
-    """Yield (line number, text) decoding each line as UTF-8; bad bytes and a line over
-    MAX_LINE_BYTES become a RowError (h2htalk.uploads.read_lines: linear time)."""
-    for number, raw in uploads.read_lines(stream):
-        if isinstance(raw, uploads.LongLine):
-            yield number, RowError(number, "(line)", raw.message)
-            continue
-        if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
-            raw = raw[3:]
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as error:
-            yield (
-                number,
-                RowError(
-                    number, "(encoding)", f"not valid UTF-8 at byte {error.start} of the line"
-                ),
-            )
-            continue
-        yield number, text.rstrip("\r\n")
+    """Yield (line number, text); a line over MAX_LINE_BYTES or not UTF-8 becomes a RowError
+    (h2htalk.uploads.text_lines)."""
+    for number, text in uploads.text_lines(stream):
+        if isinstance(text, uploads.LineProblem):
+            yield number, RowError(number, text.field, text.message)
+        else:
+            yield number, text
 
 
 def count_lines(stream) -> int:

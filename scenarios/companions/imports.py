@@ -65,7 +65,6 @@ MAX_COMPANIONS = 200  # per import: each costs 16 bytes per scenario of memory
 MAX_JSON_VALUE_CHARS = 6 * validation.MAX_TEXT_CHARS + 4096  # \uXXXX escapes take six
 MAX_INT = 2**31 - 1
 CHUNK = 1 << 16
-BOM = b"\xef\xbb\xbf"
 UNIQUE_FIELDS = ["run", "scenario", "companion"]
 UPDATE_FIELDS = [
     "status",
@@ -332,35 +331,6 @@ class _FileState:
         return self.newlines + (self.last != b"\n")
 
 
-def _lines(stream, state: _FileState) -> Iterator[tuple[int, str | validation.FieldError]]:
-    """(number, text) per physical line, decoded as UTF-8; problems come as FieldError
-    (h2htalk.uploads.read_lines: linear time, MAX_LINE_BYTES)."""
-    for number, raw in uploads.read_lines(stream, feed=state.feed):
-        if isinstance(raw, uploads.LongLine):
-            yield number, validation.FieldError("(line)", raw.message)
-            continue
-        if number == 1 and raw.startswith(BOM):
-            raw = raw[len(BOM) :]
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as error:
-            message = f"not valid UTF-8 at byte {error.start} of the line"
-            yield number, validation.FieldError("(encoding)", message)
-            continue
-        yield number, text.rstrip("\r\n")
-
-
-def _json_lines(stream, state) -> Iterator[tuple[int, dict | validation.FieldError]]:
-    """JSON objects of a JSONL file; blank lines are skipped (but keep their number)."""
-    for number, text in _lines(stream, state):
-        if isinstance(text, validation.FieldError):
-            yield number, text
-            continue
-        if not text.strip():
-            continue
-        yield number, validation.json_object(text)
-
-
 def _clean_companion(value) -> str:
     name = validation.clean_text(value, "companion", required=True).strip()
     if len(name) > 100:
@@ -393,7 +363,7 @@ def _clean_meta(value: dict) -> tuple:
 
 
 def read_platform(stream, item: InputFile, state) -> Iterator[tuple[int, Item | Exception]]:
-    for number, value in _json_lines(stream, state):
+    for number, value in validation.json_lines(stream, feed=state.feed):
         if isinstance(value, validation.FieldError):
             yield number, value
             continue
@@ -445,7 +415,7 @@ def _evaluator_text(value, where: str = "") -> tuple[str, object]:
 
 
 def read_evaluator_jsonl(stream, item: InputFile, state):
-    for number, value in _json_lines(stream, state):
+    for number, value in validation.json_lines(stream, feed=state.feed):
         if isinstance(value, validation.FieldError):
             yield number, value
             continue

@@ -3,12 +3,12 @@
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.db.models import Count, Q
-from django.http import HttpResponseBadRequest, StreamingHttpResponse
+from django.http import HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from h2htalk import jobs, uploads
+from h2htalk import csvexport, jobs, uploads
 from h2htalk.params import int_param, parse_int
 from h2htalk.roles import RESEARCHER, role_required
 from scenarios.companions import generation
@@ -173,29 +173,25 @@ def response_browser(request):
 @role_required(RESEARCHER)
 def response_export(request):
     fmt = request.GET.get("format", "jsonl")
-    writer, content_type = RESPONSE_EXPORTERS.get(fmt, RESPONSE_EXPORTERS["jsonl"])
-    stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
-    extension = fmt if fmt in RESPONSE_EXPORTERS else "jsonl"
+    if fmt not in RESPONSE_EXPORTERS:
+        fmt = "jsonl"
+    writer, content_type = RESPONSE_EXPORTERS[fmt]
     try:
         responses = filter_responses(request.GET)
     except FilterError as error:
         return HttpResponseBadRequest(str(error), content_type="text/plain; charset=utf-8")
-    response = StreamingHttpResponse(writer(responses), content_type=content_type)
-    response["Content-Disposition"] = f'attachment; filename="responses-{stamp}.{extension}"'
-    return response
+    filename = csvexport.stamped_filename("responses", fmt)
+    return csvexport.download(writer(responses), content_type, filename)
 
 
 @role_required(RESEARCHER)
 def response_import(request):
     """Store the upload and start its preview job; the job page polls and shows the report."""
     form = ResponseImportForm(request.POST or None, request.FILES or None)
-    if request.method == "POST" and form.is_valid():
-        options = {"run_name": form.cleaned_data["run_name"]}
-        job = uploads.start_job(
-            request.user, form, "file", "response_import", run_response_import, options
-        )
-        if job is not None:
-            return redirect("job_detail", pk=job.pk)
+    options = ("run_name",)
+    job = uploads.start_job(request, form, "response_import", run_response_import, options)
+    if job is not None:
+        return redirect("job_detail", pk=job.pk)
     return render(request, "companions/response_import.html", {"form": form})
 
 
@@ -203,9 +199,5 @@ def response_import(request):
 @role_required(RESEARCHER)
 def response_import_confirm(request, job_id):
     preview = jobs.job_or_404(request.user, job_id, kind="response_import")
-    try:
-        job = uploads.confirm(preview, run_response_import, request.user)
-    except uploads.NotConfirmable as error:
-        messages.error(request, str(error))
-        return redirect("job_detail", pk=preview.pk)
+    job = uploads.confirm_from_page(request, preview, run_response_import)
     return redirect("job_detail", pk=job.pk)
