@@ -17,30 +17,13 @@ from pathlib import PurePath
 from h2htalk import csvexport, uploads
 from scenarios import validation
 from scenarios.models import Scenario
+from scenarios.services import AUTHORED_FIELDS, PERSONA_FIELDS
 from scenarios.taxonomy import Subtask, dimension_of
 
 FORMATS = ("jsonl", "csv", "release", "sharegpt")
-NATIVE_FIELDS = {
-    "external_id",
-    "subtask",
-    "dimension",
-    "persona",
-    "language",
-    "history",
-    "memory",
-    "schedule",
-    "user_message",
-    "reference_response",
-    "implicit_need",
-    "evolving_need",
-    "risk_level",
-    "tags",
-    "state",
-    "source",
-}
+NATIVE_FIELDS = {*AUTHORED_FIELDS, "dimension", "tags", "state"}
 CSV_REQUIRED_COLUMNS = ("subtask", "user_message", "reference_response")
 CSV_JSON_COLUMNS = ("history", "memory", "schedule", "persona")
-PERSONA_FIELDS = ("name", "summary", "character", "language", "sap_enabled", "sap_block")
 SHAREGPT_ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant"}
 SHAREGPT_ROLES |= {"bot": "assistant", "system": "system"}
 STATE_VALUES = frozenset(Scenario.State.values)

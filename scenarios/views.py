@@ -1,6 +1,3 @@
-import difflib
-import json
-
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import QueryDict
@@ -145,30 +142,12 @@ def scenario_history(request, pk):
     return render(request, "scenarios/history.html", {"scenario": scenario, "revisions": revisions})
 
 
-def _as_text(value) -> str:
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False, indent=1)
-
-
 @role_required(RESEARCHER)
 def revision_diff(request, pk, number):
     scenario = get_object_or_404(Scenario, pk=pk)
     revision = get_object_or_404(scenario.revisions.select_related("author"), number=number)
     previous = scenario.revisions.filter(number__lt=number).order_by("-number").first()
-    before = previous.snapshot if previous else {}
-    diffs = []
-    for field in services.SNAPSHOT_FIELDS:
-        old, new = before.get(field), revision.snapshot.get(field)
-        if previous is not None and old == new:
-            continue
-        lines = difflib.unified_diff(
-            _as_text(old if old is not None else "").splitlines(),
-            _as_text(new if new is not None else "").splitlines(),
-            lineterm="",
-            n=2,
-        )
-        diffs.append({"field": field, "lines": list(lines)[2:]})
+    diffs = services.revision_diffs(revision, previous)
     return render(
         request,
         "scenarios/diff.html",

@@ -1,14 +1,6 @@
 """Response import: companion outputs from files into one GenerationRun of kind "import".
 
-Formats:
-
-- platform JSONL, one object per line: `{"subtask", "external_id", "companion", "text",
-  "prompt_tokens"?, "completion_tokens"?, "latency_ms"?, "finish_reason"?}`;
-- the released H2HTalk evaluator layout: one folder per companion (the folder name), inside it
-  `<subtask>.jsonl` whose physical line n is question `q{n:03d}` (blank lines are skipped but
-  counted, as the evaluator does), each line `{"response"}`, `{"answer"}` or `{"messages"}` (the
-  first gpt/assistant turn), or `<subtask>.json` holding one object `{"q001": "text", ...}`. The
-  input is a directory or a .zip of such folders, possibly under one top folder.
+The formats and their readers are in scenarios.companions.import_formats.
 
 Benchmark scale is 4,650 scenarios × 50 companions, so the input is streamed twice and never
 held in memory: a preview pass validates and counts, and the write pass re-reads it inside one

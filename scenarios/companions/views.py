@@ -9,9 +9,9 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from h2htalk import csvexport, jobs, uploads
-from h2htalk.params import int_param, parse_int
+from h2htalk.params import int_param
 from h2htalk.roles import RESEARCHER, role_required
-from scenarios.companions import generation
+from scenarios.companions import generation, services
 from scenarios.companions.exports import RESPONSE_EXPORTERS, FilterError, filter_responses
 from scenarios.companions.forms import (
     CompanionForm,
@@ -58,10 +58,7 @@ def run_create(request):
     if request.method == "POST" and form.is_valid():
         run = form.save(commit=False)
         run.created_by = request.user
-        run.save()
-        form.save_m2m()
-        run.scenarios.set(form.selected_scenarios)
-        queue_run(run)
+        services.start_run(run, form.cleaned_data["companions"], form.selected_scenarios)
         messages.success(request, "Run queued.")
         return redirect("companions:run", pk=run.pk)
     return render(request, "companions/run_form.html", {"form": form})
@@ -112,16 +109,11 @@ def run_cancel(request, pk):
 @role_required(RESEARCHER)
 def run_resume(request, pk):
     run = get_object_or_404(GenerationRun, pk=pk, kind=GenerationRun.Kind.GENERATE)
-    if run.state in generation.ACTIVE and run.pk not in generation.stale_runs():
+    if services.is_going(run):
         messages.error(request, "The run is already going.")
+    elif not services.set_token_budget(run, request.POST.get("token_budget", "")):
+        messages.error(request, "The token budget must be a whole number.")
     else:
-        budget = request.POST.get("token_budget", "").strip()
-        if budget:
-            if parse_int(budget) is None:
-                messages.error(request, "The token budget must be a whole number.")
-                return redirect("companions:run", pk=pk)
-            run.token_budget = parse_int(budget)
-            run.save(update_fields=["token_budget"])
         queue_run(run)
         messages.success(request, "Resumed: only missing or failed responses are generated.")
     return redirect("companions:run", pk=pk)
