@@ -1,7 +1,6 @@
 """Researcher pages for companions, generation runs and their responses (model names shown)."""
 
 from django.contrib import messages
-from django.core.paginator import Paginator
 from django.db.models import Count, Q
 from django.http import HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
@@ -131,35 +130,8 @@ def response_browser(request):
         scenario = get_object_or_404(
             Scenario.objects.select_related("persona"), pk=int_param(request.GET, "scenario")
         )
-        responses = responses.filter(scenario=scenario)
-    page = None
-    if scenario is None:
-        scenarios = (
-            Scenario.objects.filter(responses__in=responses)
-            .annotate(n=Count("responses", distinct=True))
-            .order_by("pk")
-        )
-        page = Paginator(scenarios, 50).get_page(request.GET.get("page"))
-    query = request.GET.copy()
-    query.pop("page", None)
-    return render(
-        request,
-        "companions/responses.html",
-        {
-            "scenario": scenario,
-            "responses": responses.select_related("companion", "run").order_by(
-                "companion__name", "run__name"
-            )
-            if scenario
-            else None,
-            "page": page,
-            "runs": GenerationRun.objects.order_by("name"),
-            "companions": CompanionModel.objects.all(),
-            "query": query.urlencode(),
-            "selected_runs": request.GET.getlist("run"),
-            "selected_companions": request.GET.getlist("companion"),
-        },
-    )
+    context = services.browser_context(request.GET, responses, scenario)
+    return render(request, "companions/responses.html", context)
 
 
 @role_required(RESEARCHER)
