@@ -1,4 +1,5 @@
-"""CSV exports, safe to open in a spreadsheet: one writer for every CSV the platform serves.
+"""CSV exports, safe to open in a spreadsheet: one writer for every CSV the platform serves,
+and the one download response of every streamed export (CSV or JSONL).
 
 A text cell that begins with `=`, `+`, `-`, `@`, a tab or a carriage return is read by Excel,
 LibreOffice and Google Sheets as a formula (CSV injection: `=HYPERLINK(...)` in a rationale
@@ -17,6 +18,9 @@ back unchanged. JSONL exports do not go through here: they are data files, not s
 import csv
 import io
 from collections.abc import Iterable, Iterator, Mapping
+
+from django.http import StreamingHttpResponse
+from django.utils import timezone
 
 TRIGGERS = frozenset("=+-@\t\r")
 QUOTE = "'"
@@ -82,3 +86,15 @@ def stream(
 def text(columns: list[str], rows: Iterable[Mapping], **kwargs) -> str:
     """The whole CSV as one string (small tables)."""
     return "".join(stream(columns, rows, **kwargs))
+
+
+def download(chunks: Iterable[str], content_type: str, filename: str) -> StreamingHttpResponse:
+    """A streamed export (CSV or JSONL) as an attachment the browser saves as `filename`."""
+    response = StreamingHttpResponse(chunks, content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+def stamped_filename(prefix: str, extension: str) -> str:
+    """`<prefix>-<YYYYmmdd-HHMMSS>.<extension>`: exports of a filtered list, told apart by time."""
+    return f"{prefix}-{timezone.now():%Y%m%d-%H%M%S}.{extension}"

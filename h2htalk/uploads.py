@@ -1,6 +1,7 @@
 """Uploaded files, from the form to the end of their job: stored, read safely, deleted.
 
-Reading. `read_lines` is the one line reader of every importer: `readline(limit + 1)` on the
+Reading. `read_lines` is the one line reader of every importer (`text_lines` decodes its lines
+for the JSONL readers): `readline(limit + 1)` on the
 binary stream, so the time is linear in the bytes (Django's `File` line iteration glues the
 pieces of a long line together again and again: quadratic), and a line longer than
 MAX_LINE_BYTES comes as a `LongLine` (its error names the limit) while the rest of it is
@@ -28,8 +29,10 @@ import zipfile
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import PurePath
+from typing import NamedTuple
 
 from django.conf import settings
+from django.contrib import messages
 from django.core.files.storage import default_storage
 from django.db import transaction
 from django.utils import timezone
@@ -94,6 +97,35 @@ def read_lines(stream, limit: int | None = None, feed=None) -> Iterator[tuple[in
             yield number, LongLine(number, limit)
             continue
         yield number, raw
+
+
+class LineProblem(NamedTuple):
+    """A line that cannot be read as text: `field` is "(line)" (over the limit) or "(encoding)"."""
+
+    field: str
+    message: str
+
+
+BOM = b"\xef\xbb\xbf"
+
+
+def text_lines(stream, feed=None) -> Iterator[tuple[int, "str | LineProblem"]]:
+    """(number, text without its line end, or a LineProblem) per physical line: the one
+    decoding reader of the importers, so each reports a bad line the same way (file line and
+    field). UTF-8, a byte-order mark on the first line dropped; `feed` as in `read_lines`."""
+    for number, raw in read_lines(stream, feed=feed):
+        if isinstance(raw, LongLine):
+            yield number, LineProblem("(line)", raw.message)
+            continue
+        if number == 1 and raw.startswith(BOM):
+            raw = raw[len(BOM) :]
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            message = f"not valid UTF-8 at byte {error.start} of the line"
+            yield number, LineProblem("(encoding)", message)
+            continue
+        yield number, text.rstrip("\r\n")
 
 
 def count_lines(stream) -> int:
@@ -215,21 +247,26 @@ def store(upload) -> str:
     return default_storage.save(f"{UPLOAD_DIR}/{uuid.uuid4().hex}/{name}", upload)
 
 
-def start_job(user, form, field: str, kind: str, task, params: dict) -> Job | None:
-    """The upload of `form.cleaned_data[field]` as a preview Job of `kind` run by `task`.
+def start_job(request, form, kind: str, task, options: tuple[str, ...] = ()) -> Job | None:
+    """The upload form's file (its field "file") as a preview Job of `kind` run by `task`, with
+    the form's `options` fields in its params: what every import page does with a POST.
 
-    Returns None (with the error on the form) when the file is over MAX_UPLOAD_BYTES: then
-    nothing is stored. Otherwise the file is stored and the job starts after the commit.
+    Returns None when there is nothing to start: a GET, an invalid form, or a file over
+    MAX_UPLOAD_BYTES (its error is put on the form and nothing is stored). Otherwise the file
+    is stored and the job starts after the commit.
     """
-    upload = form.cleaned_data[field]
+    if request.method != "POST" or not form.is_valid():
+        return None
+    upload = form.cleaned_data["file"]
     problem = size_error(upload)
     if problem:
-        form.add_error(field, problem)
+        form.add_error("file", problem)
         return None
     purge()
     path = store(upload)
-    params = {"path": path, "filename": upload.name, **params, "dry_run": True}
-    return queue(kind, task, user, params)
+    chosen = {name: form.cleaned_data[name] for name in options}
+    params = {"path": path, "filename": upload.name, **chosen, "dry_run": True}
+    return queue(kind, task, request.user, params)
 
 
 def queue(kind: str, task, user, params: dict) -> Job:
@@ -265,6 +302,16 @@ def confirm(preview: Job, task, user) -> Job:
         job = queue(preview.kind, task, user, {**written, "dry_run": False, "preview": preview.pk})
         Job.objects.filter(pk=preview.pk).update(params={**params, "confirmed_job": job.pk})
     return job
+
+
+def confirm_from_page(request, preview: Job, task) -> Job:
+    """The job whose page a confirmation shows next: the write job of `preview`, or the
+    preview itself with the reason it cannot be imported as an error message."""
+    try:
+        return confirm(preview, task, request.user)
+    except NotConfirmable as error:
+        messages.error(request, str(error))
+        return preview
 
 
 # ---------------------------------------------------------------- deletion

@@ -5,6 +5,7 @@ from collections.abc import Iterator
 
 from h2htalk import csvexport
 from scenarios.models import Persona, Scenario
+from scenarios.services import PERSONA_FIELDS
 
 CSV_COLUMNS = [
     "external_id",
@@ -29,14 +30,7 @@ CSV_COLUMNS = [
 def persona_record(persona: Persona | None) -> dict | None:
     if persona is None:
         return None
-    return {
-        "name": persona.name,
-        "summary": persona.summary,
-        "character": persona.character,
-        "language": persona.language,
-        "sap_enabled": persona.sap_enabled,
-        "sap_block": persona.sap_block,
-    }
+    return {name: getattr(persona, name) for name in PERSONA_FIELDS}
 
 
 def scenario_record(scenario: Scenario) -> dict:

@@ -4,6 +4,7 @@ from django import forms
 
 from scenarios import validation
 from scenarios.models import Persona, Scenario
+from scenarios.services import AUTHORED_FIELDS
 
 JSON_HELP = "JSON. Leave as [] when empty."
 
@@ -31,21 +32,7 @@ class ScenarioForm(forms.ModelForm):
 
     class Meta:
         model = Scenario
-        fields = [
-            "external_id",
-            "subtask",
-            "persona",
-            "language",
-            "history",
-            "memory",
-            "schedule",
-            "user_message",
-            "reference_response",
-            "implicit_need",
-            "evolving_need",
-            "risk_level",
-            "source",
-        ]
+        fields = list(AUTHORED_FIELDS)
         widgets = {
             "user_message": forms.Textarea(attrs={"rows": 3}),
             "reference_response": forms.Textarea(attrs={"rows": 4}),

@@ -1,5 +1,6 @@
 """Scenario curation logic shared by pages, API, importers and commands."""
 
+import difflib
 import hashlib
 import json
 
@@ -18,11 +19,12 @@ CONTENT_FIELDS = (
     "user_message",
     "reference_response",
 )
-# Everything a revision snapshot records (and the diff shows).
-SNAPSHOT_FIELDS = (
+# What an author gives a scenario (the edit form, the API, an imported row), tags and state aside.
+AUTHORED_FIELDS = (
     "external_id",
     "subtask",
     "persona",
+    "language",
     "history",
     "memory",
     "schedule",
@@ -31,11 +33,12 @@ SNAPSHOT_FIELDS = (
     "implicit_need",
     "evolving_need",
     "risk_level",
-    "language",
-    "tags",
     "source",
-    "state",
 )
+# Everything a revision snapshot records (and the diff shows).
+SNAPSHOT_FIELDS = (*AUTHORED_FIELDS, "tags", "state")
+# A persona as exported with its scenarios and defined inline by an imported row.
+PERSONA_FIELDS = ("name", "summary", "character", "language", "sap_enabled", "sap_block")
 
 
 class TransitionError(ValueError):
@@ -275,3 +278,28 @@ def add_comment(scenario: Scenario, author, body: str) -> ReviewComment:
     if not body.strip():
         raise TransitionError("the comment is empty")
     return ReviewComment.objects.create(scenario=scenario, author=author, body=body.strip())
+
+
+def _as_text(value) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, indent=1)
+
+
+def revision_diffs(revision: Revision, previous: Revision | None) -> list[dict]:
+    """What a revision changed, field by field (unified diff lines, headers dropped); the first
+    revision shows every field."""
+    before = previous.snapshot if previous else {}
+    diffs = []
+    for field in SNAPSHOT_FIELDS:
+        old, new = before.get(field), revision.snapshot.get(field)
+        if previous is not None and old == new:
+            continue
+        lines = difflib.unified_diff(
+            _as_text(old if old is not None else "").splitlines(),
+            _as_text(new if new is not None else "").splitlines(),
+            lineterm="",
+            n=2,
+        )
+        diffs.append({"field": field, "lines": list(lines)[2:]})
+    return diffs

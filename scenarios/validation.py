@@ -7,6 +7,7 @@ inside it) so importers can report "line 12, field history[3].role: ...".
 import json
 import re
 
+from h2htalk import uploads
 from scenarios.taxonomy import LANGUAGES, SUBTASK_VALUES, RiskLevel, Subtask
 
 MAX_TEXT_CHARS = 20_000
@@ -173,3 +174,13 @@ def json_object(text: str) -> "dict | FieldError":
     if not isinstance(value, dict):
         return FieldError("(json)", "each line must be a JSON object")
     return value
+
+
+def json_lines(stream, feed=None):
+    """(number, object or FieldError) per non-blank line of a JSONL file, blank lines skipped
+    but counted (h2htalk.uploads.text_lines: linear time, MAX_LINE_BYTES, UTF-8)."""
+    for number, text in uploads.text_lines(stream, feed=feed):
+        if isinstance(text, uploads.LineProblem):
+            yield number, FieldError(text.field, text.message)
+        elif text.strip():
+            yield number, json_object(text)

@@ -1,15 +1,11 @@
-import difflib
-import json
-
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import QueryDict, StreamingHttpResponse
+from django.http import QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from h2htalk import jobs, uploads
+from h2htalk import csvexport, jobs, uploads
 from h2htalk.params import int_list, int_param
 from h2htalk.roles import RESEARCHER, role_required
 from scenarios import services
@@ -146,30 +142,12 @@ def scenario_history(request, pk):
     return render(request, "scenarios/history.html", {"scenario": scenario, "revisions": revisions})
 
 
-def _as_text(value) -> str:
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False, indent=1)
-
-
 @role_required(RESEARCHER)
 def revision_diff(request, pk, number):
     scenario = get_object_or_404(Scenario, pk=pk)
     revision = get_object_or_404(scenario.revisions.select_related("author"), number=number)
     previous = scenario.revisions.filter(number__lt=number).order_by("-number").first()
-    before = previous.snapshot if previous else {}
-    diffs = []
-    for field in services.SNAPSHOT_FIELDS:
-        old, new = before.get(field), revision.snapshot.get(field)
-        if previous is not None and old == new:
-            continue
-        lines = difflib.unified_diff(
-            _as_text(old if old is not None else "").splitlines(),
-            _as_text(new if new is not None else "").splitlines(),
-            lineterm="",
-            n=2,
-        )
-        diffs.append({"field": field, "lines": list(lines)[2:]})
+    diffs = services.revision_diffs(revision, previous)
     return render(
         request,
         "scenarios/diff.html",
@@ -183,27 +161,18 @@ def scenario_export(request):
     if fmt not in EXPORTERS:
         fmt = "jsonl"
     writer, content_type = EXPORTERS[fmt]
-    stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
-    response = StreamingHttpResponse(writer(_filtered(request).qs), content_type=content_type)
-    response["Content-Disposition"] = f'attachment; filename="scenarios-{stamp}.{fmt}"'
-    return response
+    filename = csvexport.stamped_filename("scenarios", fmt)
+    return csvexport.download(writer(_filtered(request).qs), content_type, filename)
 
 
 @role_required(RESEARCHER)
 def scenario_import(request):
     """Store the upload and start its preview job; the job page polls and shows the report."""
     form = ImportForm(request.POST or None, request.FILES or None)
-    if request.method == "POST" and form.is_valid():
-        options = {
-            "format": form.cleaned_data["format"],
-            "default_subtask": form.cleaned_data["default_subtask"],
-            "initial_state": form.cleaned_data["initial_state"],
-        }
-        job = uploads.start_job(
-            request.user, form, "file", "scenario_import", run_scenario_import, options
-        )
-        if job is not None:
-            return redirect("job_detail", pk=job.pk)
+    options = ("format", "default_subtask", "initial_state")
+    job = uploads.start_job(request, form, "scenario_import", run_scenario_import, options)
+    if job is not None:
+        return redirect("job_detail", pk=job.pk)
     return render(request, "scenarios/import.html", {"form": form})
 
 
@@ -212,11 +181,7 @@ def scenario_import(request):
 def scenario_import_confirm(request, job_id):
     """Write a previewed file: a new job with the same file and options, dry_run off."""
     preview = jobs.job_or_404(request.user, job_id, kind="scenario_import")
-    try:
-        job = uploads.confirm(preview, run_scenario_import, request.user)
-    except uploads.NotConfirmable as error:
-        messages.error(request, str(error))
-        return redirect("job_detail", pk=preview.pk)
+    job = uploads.confirm_from_page(request, preview, run_scenario_import)
     return redirect("job_detail", pk=job.pk)
 
 

@@ -1,13 +1,13 @@
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, viewsets
-from rest_framework.decorators import action
-from rest_framework.response import Response as ApiResponse
 
 from h2htalk import egress
 from h2htalk.fields import SlugRelatedField
 from h2htalk.roles import IsResearcher
-from scenarios.companions import generation
-from scenarios.companions.forms import GenerationRunForm
+from h2htalk.run_api import CancelResumeActions
+from scenarios.companions import generation, services
+from scenarios.companions.exports import CSV_COLUMNS
+from scenarios.companions.forms import COMPANION_FIELDS, GenerationRunForm, clean_params
 from scenarios.models import CompanionModel, GenerationRun, Response
 from scenarios.tasks import queue_run
 
@@ -15,19 +15,7 @@ from scenarios.tasks import queue_run
 class CompanionSerializer(serializers.ModelSerializer):
     class Meta:
         model = CompanionModel
-        fields = [
-            "id",
-            "name",
-            "provider",
-            "base_url",
-            "model_id",
-            "api_key_env",
-            "params",
-            "max_concurrency",
-            "timeout_seconds",
-            "notes",
-            "created_at",
-        ]
+        fields = ["id", *COMPANION_FIELDS, "created_at"]
         read_only_fields = ["created_at"]
 
     def validate_base_url(self, value):
@@ -37,13 +25,10 @@ class CompanionSerializer(serializers.ModelSerializer):
 
     def validate_params(self, value):
         """As the edit form: a JSON object (null: none) without the keys the platform sets."""
-        value = value or {}  # (a form-encoded "null" arrives here as None: a NOT NULL column)
-        if not isinstance(value, dict):
-            raise serializers.ValidationError("Give a JSON object.")
-        forbidden = {"model", "messages", "stream"} & set(value)
-        if forbidden:
-            raise serializers.ValidationError(f"{sorted(forbidden)} are set by the platform.")
-        return value
+        try:
+            return clean_params(value)
+        except ValueError as error:
+            raise serializers.ValidationError(str(error)) from None
 
 
 class ProgressSerializer(serializers.Serializer):
@@ -110,13 +95,8 @@ class GenerationRunSerializer(serializers.ModelSerializer):
 
     def create(self, validated_data):
         companions = validated_data.pop("companions")
-        run = GenerationRun.objects.create(
-            created_by=self.context["request"].user, **validated_data
-        )
-        run.companions.set(companions)
-        run.scenarios.set(self._scenarios)
-        queue_run(run)
-        return run
+        run = GenerationRun(created_by=self.context["request"].user, **validated_data)
+        return services.start_run(run, companions, self._scenarios)
 
 
 class ResponseSerializer(serializers.ModelSerializer):
@@ -127,23 +107,7 @@ class ResponseSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Response
-        fields = [
-            "id",
-            "scenario",
-            "subtask",
-            "external_id",
-            "companion",
-            "run",
-            "status",
-            "text",
-            "error",
-            "prompt_tokens",
-            "completion_tokens",
-            "latency_ms",
-            "finish_reason",
-            "attempts",
-            "created_at",
-        ]
+        fields = ["id", "scenario", *CSV_COLUMNS, "attempts", "created_at"]
 
 
 class CompanionViewSet(
@@ -162,6 +126,7 @@ class CompanionViewSet(
 
 
 class GenerationRunViewSet(
+    CancelResumeActions,
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
     mixins.CreateModelMixin,
@@ -174,25 +139,9 @@ class GenerationRunViewSet(
     queryset = GenerationRun.objects.prefetch_related("companions").order_by("-created_at")
     filterset_fields = ["kind", "state"]
 
-    @extend_schema(request=None, responses=GenerationRunSerializer)
-    @action(detail=True, methods=["post"])
-    def cancel(self, request, pk=None, **kwargs):
-        run = self.get_object()
-        generation.request_cancel(run)
-        run.refresh_from_db()
-        return ApiResponse(self.get_serializer(run).data)
-
-    @extend_schema(request=None, responses=GenerationRunSerializer)
-    @action(detail=True, methods=["post"])
-    def resume(self, request, pk=None, **kwargs):
-        run = self.get_object()
-        if run.kind != GenerationRun.Kind.GENERATE:
-            return ApiResponse({"detail": "imported runs cannot be resumed"}, status=409)
-        if run.state in generation.ACTIVE and run.pk not in generation.stale_runs():
-            return ApiResponse({"detail": "the run is already going"}, status=409)
-        queue_run(run)
-        run.refresh_from_db()
-        return ApiResponse(self.get_serializer(run).data)
+    request_cancel = staticmethod(generation.request_cancel)
+    resume_refusal = staticmethod(services.resume_refusal)
+    queue = staticmethod(queue_run)
 
 
 class ResponseViewSet(viewsets.ReadOnlyModelViewSet):

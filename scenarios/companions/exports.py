@@ -4,7 +4,7 @@ import json
 
 from h2htalk import csvexport
 from h2htalk.params import int_list
-from scenarios.companions.imports import PLATFORM_FIELDS as JSONL_KEYS
+from scenarios.companions.import_formats import PLATFORM_FIELDS as JSONL_KEYS
 from scenarios.models import Response
 from scenarios.taxonomy import Subtask
 

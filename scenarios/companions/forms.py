@@ -8,6 +8,32 @@ from scenarios.filters import ScenarioFilter
 from scenarios.models import CompanionModel, GenerationRun, Scenario
 
 
+def clean_params(value) -> dict:
+    """A companion's request parameters (the form and the API): a JSON object, empty for none,
+    without the keys the platform sets itself; ValueError says what is wrong."""
+    value = value or {}  # (a form-encoded "null" arrives as None: a NOT NULL column)
+    if not isinstance(value, dict):
+        raise ValueError("Give a JSON object.")
+    forbidden = {"model", "messages", "stream"} & set(value)
+    if forbidden:
+        raise ValueError(f"{sorted(forbidden)} are set by the platform.")
+    return value
+
+
+# What a researcher sets on a companion (the edit page and the API).
+COMPANION_FIELDS = [
+    "name",
+    "provider",
+    "base_url",
+    "model_id",
+    "api_key_env",
+    "params",
+    "max_concurrency",
+    "timeout_seconds",
+    "notes",
+]
+
+
 class CompanionForm(forms.ModelForm):
     base_url = forms.URLField(
         required=False,
@@ -23,27 +49,14 @@ class CompanionForm(forms.ModelForm):
 
     class Meta:
         model = CompanionModel
-        fields = [
-            "name",
-            "provider",
-            "base_url",
-            "model_id",
-            "api_key_env",
-            "params",
-            "max_concurrency",
-            "timeout_seconds",
-            "notes",
-        ]
+        fields = COMPANION_FIELDS
         widgets = {"notes": forms.Textarea(attrs={"rows": 2})}
 
     def clean_params(self):
-        params = self.cleaned_data.get("params") or {}
-        if not isinstance(params, dict):
-            raise forms.ValidationError("Give a JSON object.")
-        forbidden = {"model", "messages", "stream"} & set(params)
-        if forbidden:
-            raise forms.ValidationError(f"{sorted(forbidden)} are set by the platform.")
-        return params
+        try:
+            return clean_params(self.cleaned_data.get("params"))
+        except ValueError as error:
+            raise forms.ValidationError(str(error)) from None
 
     def clean_api_key_env(self):
         name = self.cleaned_data["api_key_env"].strip()

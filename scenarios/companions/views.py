@@ -1,17 +1,16 @@
 """Researcher pages for companions, generation runs and their responses (model names shown)."""
 
 from django.contrib import messages
-from django.core.paginator import Paginator
 from django.db.models import Count, Q
-from django.http import HttpResponseBadRequest, StreamingHttpResponse
+from django.http import HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from h2htalk import jobs, uploads
-from h2htalk.params import int_param, parse_int
+from h2htalk import csvexport, jobs, uploads
+from h2htalk.params import int_param
 from h2htalk.roles import RESEARCHER, role_required
-from scenarios.companions import generation
+from scenarios.companions import generation, services
 from scenarios.companions.exports import RESPONSE_EXPORTERS, FilterError, filter_responses
 from scenarios.companions.forms import (
     CompanionForm,
@@ -58,10 +57,7 @@ def run_create(request):
     if request.method == "POST" and form.is_valid():
         run = form.save(commit=False)
         run.created_by = request.user
-        run.save()
-        form.save_m2m()
-        run.scenarios.set(form.selected_scenarios)
-        queue_run(run)
+        services.start_run(run, form.cleaned_data["companions"], form.selected_scenarios)
         messages.success(request, "Run queued.")
         return redirect("companions:run", pk=run.pk)
     return render(request, "companions/run_form.html", {"form": form})
@@ -112,16 +108,11 @@ def run_cancel(request, pk):
 @role_required(RESEARCHER)
 def run_resume(request, pk):
     run = get_object_or_404(GenerationRun, pk=pk, kind=GenerationRun.Kind.GENERATE)
-    if run.state in generation.ACTIVE and run.pk not in generation.stale_runs():
+    if services.is_going(run):
         messages.error(request, "The run is already going.")
+    elif not services.set_token_budget(run, request.POST.get("token_budget", "")):
+        messages.error(request, "The token budget must be a whole number.")
     else:
-        budget = request.POST.get("token_budget", "").strip()
-        if budget:
-            if parse_int(budget) is None:
-                messages.error(request, "The token budget must be a whole number.")
-                return redirect("companions:run", pk=pk)
-            run.token_budget = parse_int(budget)
-            run.save(update_fields=["token_budget"])
         queue_run(run)
         messages.success(request, "Resumed: only missing or failed responses are generated.")
     return redirect("companions:run", pk=pk)
@@ -139,63 +130,32 @@ def response_browser(request):
         scenario = get_object_or_404(
             Scenario.objects.select_related("persona"), pk=int_param(request.GET, "scenario")
         )
-        responses = responses.filter(scenario=scenario)
-    page = None
-    if scenario is None:
-        scenarios = (
-            Scenario.objects.filter(responses__in=responses)
-            .annotate(n=Count("responses", distinct=True))
-            .order_by("pk")
-        )
-        page = Paginator(scenarios, 50).get_page(request.GET.get("page"))
-    query = request.GET.copy()
-    query.pop("page", None)
-    return render(
-        request,
-        "companions/responses.html",
-        {
-            "scenario": scenario,
-            "responses": responses.select_related("companion", "run").order_by(
-                "companion__name", "run__name"
-            )
-            if scenario
-            else None,
-            "page": page,
-            "runs": GenerationRun.objects.order_by("name"),
-            "companions": CompanionModel.objects.all(),
-            "query": query.urlencode(),
-            "selected_runs": request.GET.getlist("run"),
-            "selected_companions": request.GET.getlist("companion"),
-        },
-    )
+    context = services.browser_context(request.GET, responses, scenario)
+    return render(request, "companions/responses.html", context)
 
 
 @role_required(RESEARCHER)
 def response_export(request):
     fmt = request.GET.get("format", "jsonl")
-    writer, content_type = RESPONSE_EXPORTERS.get(fmt, RESPONSE_EXPORTERS["jsonl"])
-    stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
-    extension = fmt if fmt in RESPONSE_EXPORTERS else "jsonl"
+    if fmt not in RESPONSE_EXPORTERS:
+        fmt = "jsonl"
+    writer, content_type = RESPONSE_EXPORTERS[fmt]
     try:
         responses = filter_responses(request.GET)
     except FilterError as error:
         return HttpResponseBadRequest(str(error), content_type="text/plain; charset=utf-8")
-    response = StreamingHttpResponse(writer(responses), content_type=content_type)
-    response["Content-Disposition"] = f'attachment; filename="responses-{stamp}.{extension}"'
-    return response
+    filename = csvexport.stamped_filename("responses", fmt)
+    return csvexport.download(writer(responses), content_type, filename)
 
 
 @role_required(RESEARCHER)
 def response_import(request):
     """Store the upload and start its preview job; the job page polls and shows the report."""
     form = ResponseImportForm(request.POST or None, request.FILES or None)
-    if request.method == "POST" and form.is_valid():
-        options = {"run_name": form.cleaned_data["run_name"]}
-        job = uploads.start_job(
-            request.user, form, "file", "response_import", run_response_import, options
-        )
-        if job is not None:
-            return redirect("job_detail", pk=job.pk)
+    options = ("run_name",)
+    job = uploads.start_job(request, form, "response_import", run_response_import, options)
+    if job is not None:
+        return redirect("job_detail", pk=job.pk)
     return render(request, "companions/response_import.html", {"form": form})
 
 
@@ -203,9 +163,5 @@ def response_import(request):
 @role_required(RESEARCHER)
 def response_import_confirm(request, job_id):
     preview = jobs.job_or_404(request.user, job_id, kind="response_import")
-    try:
-        job = uploads.confirm(preview, run_response_import, request.user)
-    except uploads.NotConfirmable as error:
-        messages.error(request, str(error))
-        return redirect("job_detail", pk=preview.pk)
+    job = uploads.confirm_from_page(request, preview, run_response_import)
     return redirect("job_detail", pk=job.pk)

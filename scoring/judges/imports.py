@@ -38,7 +38,6 @@ from dataclasses import asdict, dataclass, field
 from django.db import transaction
 from django.utils import timezone
 
-from h2htalk import uploads
 from scenarios import validation
 from scenarios.models import GenerationRun, Response
 from scoring.judges import parsing
@@ -317,28 +316,6 @@ def _existing(run: JudgeRun | None) -> dict[tuple, tuple[int, str]]:
     return existing
 
 
-def _lines(stream):
-    """(number, JSON object or FieldError) per non-blank line (h2htalk.uploads.read_lines:
-    linear time, MAX_LINE_BYTES)."""
-    for number, raw in uploads.read_lines(stream):
-        if isinstance(raw, uploads.LongLine):
-            yield number, validation.FieldError("(line)", raw.message)
-            continue
-        if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
-            raw = raw[3:]
-        try:
-            text = raw.decode("utf-8").strip()
-        except UnicodeDecodeError as error:
-            yield (
-                number,
-                validation.FieldError("(encoding)", f"not valid UTF-8 at byte {error.start}"),
-            )
-            continue
-        if not text:
-            continue
-        yield number, validation.json_object(text)
-
-
 def _target_run(report: ImportReport, judge_name: str, run_name: str) -> JudgeRun | None:
     """The imported run the verdicts go into (None: new); problems go into the report."""
     for field_name, name in (("(judge)", judge_name), ("(run)", run_name)):
@@ -371,7 +348,7 @@ def _pass(stream, report: ImportReport, existing, write, progress) -> None:
     lookup = _Lookup()
     seen: dict[tuple, int] = {}
     stream.seek(0)
-    for number, value in _lines(stream):
+    for number, value in validation.json_lines(stream):
         report.lines = number
         if progress and number % PROGRESS_EVERY == 0:
             progress(number)

@@ -2,12 +2,11 @@
 with their raw outputs), the bias report per configuration, and the verdict import."""
 
 from django.contrib import messages
-from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from h2htalk import jobs, sweeper, uploads
+from h2htalk import csvexport, jobs, sweeper, uploads
 from h2htalk.params import int_param, parse_int
 from h2htalk.roles import RESEARCHER, role_required
 from scoring.judges import imports as judge_import
@@ -123,11 +122,9 @@ def run_resume(request, pk):
 def run_export(request, pk):
     """The run's verdicts as JSONL in the import schema (round trip)."""
     run = get_object_or_404(JudgeRun, pk=pk)
-    response = StreamingHttpResponse(
-        judge_import.export_lines(run), content_type="application/x-ndjson; charset=utf-8"
-    )
-    response["Content-Disposition"] = f'attachment; filename="judge-run-{run.pk}.jsonl"'
-    return response
+    content_type = "application/x-ndjson; charset=utf-8"
+    lines = judge_import.export_lines(run)
+    return csvexport.download(lines, content_type, f"judge-run-{run.pk}.jsonl")
 
 
 @role_required(RESEARCHER)
@@ -146,14 +143,10 @@ def verdict_import(request):
     """Store the upload and start its preview job; its page polls and shows the report."""
     initial = {"judge": request.GET.get("judge", "")}
     form = JudgeImportForm(request.POST or None, request.FILES or None, initial=initial)
-    if request.method == "POST" and form.is_valid():
-        options = {
-            "judge": form.cleaned_data["judge"].strip(),
-            "run_name": form.cleaned_data["run_name"].strip(),
-        }
-        job = uploads.start_job(request.user, form, "file", IMPORT_KIND, run_judge_import, options)
-        if job is not None:
-            return redirect("judges:import_job", job_id=job.pk)
+    options = ("judge", "run_name")
+    job = uploads.start_job(request, form, IMPORT_KIND, run_judge_import, options)
+    if job is not None:
+        return redirect("judges:import_job", job_id=job.pk)
     return render(request, "judges/import.html", {"form": form})
 
 

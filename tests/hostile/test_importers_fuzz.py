@@ -30,7 +30,7 @@ from django.urls import reverse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scenarios import importers
+from scenarios import import_formats, importers
 from scenarios.companions import imports as response_import
 from scenarios.models import CompanionModel, GenerationRun, Persona, Revision, Scenario, Tag
 from scenarios.models import Response as ResponseModel
@@ -187,13 +187,13 @@ def scenario_rows(draw, min_size=1, max_size=5) -> list[dict]:
     return rows
 
 
-CSV_COLUMNS = sorted(importers.NATIVE_FIELDS)
+CSV_COLUMNS = sorted(import_formats.NATIVE_FIELDS)
 
 
 def csv_cell(name, value) -> str:
     if name == "tags":
         return ";".join(value)
-    if name in importers.CSV_JSON_COLUMNS and not isinstance(value, str):
+    if name in import_formats.CSV_JSON_COLUMNS and not isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -223,7 +223,7 @@ def author(researcher):
 @FUZZ
 @given(
     data=st.binary(max_size=3000),
-    fmt=st.sampled_from(["auto", *importers.FORMATS]),
+    fmt=st.sampled_from(["auto", *import_formats.FORMATS]),
     filename=st.sampled_from(["x.jsonl", "x.csv", "dialogue_base.jsonl", "weird name", ".csv"]),
 )
 def test_scenario_import_of_arbitrary_bytes(author, data, fmt, filename):

@@ -13,6 +13,7 @@ from django.core.files.storage import default_storage
 from django.core.management import CommandError, call_command
 
 from h2htalk.models import Job
+from scenarios.companions import import_formats
 from scenarios.companions import imports as response_import
 from scenarios.companions.imports import (
     ResponseImportFailed,
@@ -231,7 +232,7 @@ def test_released_dialogue_emotion_answers_map_to_q001_to_q099(tmp_path):
 def test_json_answer_files_are_read_in_chunks_of_any_size(bank, tmp_path, monkeypatch, chunk):
     """A .json file is parsed incrementally: values, escapes and UTF-8 characters may be split
     across reads, and line numbers still point at each question."""
-    monkeypatch.setattr(response_import, "CHUNK", chunk)
+    monkeypatch.setattr(import_formats, "CHUNK", chunk)
     good = (
         '\ufeff{\n  "q001": "第一 \\"quoted\\" 好",\n  "q002" :\n {"answer": "二"},\n'
         '"q003":{"messages":[{"from":"gpt","value":"三"}]}, "q004": "四"\n}\n'

@@ -1,14 +1,14 @@
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
+from scenarios.companions.import_formats import Input
 from scenarios.companions.imports import (
-    Input,
     ResponseImportFailed,
     build_response_plan,
     count_input_lines,
     write_response_plan,
 )
+from scenarios.management.import_options import add_dry_run_and_user, author
 
 
 class Command(BaseCommand):
@@ -22,15 +22,10 @@ class Command(BaseCommand):
         parser.add_argument(
             "--run", default="", help="name of the import run (default: the file or folder name)"
         )
-        parser.add_argument("--dry-run", action="store_true", help="check and count only")
-        parser.add_argument("--user", default="", help="username recorded as the run's author")
+        add_dry_run_and_user(parser, "username recorded as the run's author")
 
     def handle(self, *args, **options):
-        author = None
-        if options["user"]:
-            author = get_user_model().objects.filter(username=options["user"]).first()
-            if author is None:
-                raise CommandError(f"no user {options['user']!r}")
+        user = author(options)
         failed = False
         for path in options["paths"]:
             source = Input(path)
@@ -46,7 +41,7 @@ class Command(BaseCommand):
             if report.ok and not options["dry_run"]:
                 try:
                     with tqdm(total=report.lines, desc="writing", unit="line") as bar:
-                        write_response_plan(plan, author, progress=lambda n: bar.update(n - bar.n))
+                        write_response_plan(plan, user, progress=lambda n: bar.update(n - bar.n))
                 except ResponseImportFailed:
                     pass  # reported below
             if not report.ok:

@@ -1,8 +1,9 @@
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from scenarios.importers import FORMATS, build_plan, count_lines, write_plan
+from scenarios.import_formats import FORMATS
+from scenarios.importers import build_plan, count_lines, write_plan
+from scenarios.management.import_options import add_dry_run_and_user, author
 from scenarios.models import Scenario
 from scenarios.taxonomy import Subtask
 
@@ -20,15 +21,10 @@ class Command(BaseCommand):
             choices=Scenario.State.values,
             help="state of new scenarios whose row names none",
         )
-        parser.add_argument("--dry-run", action="store_true", help="check and count only")
-        parser.add_argument("--user", default="", help="username recorded as the author")
+        add_dry_run_and_user(parser, "username recorded as the author")
 
     def handle(self, *args, **options):
-        author = None
-        if options["user"]:
-            author = get_user_model().objects.filter(username=options["user"]).first()
-            if author is None:
-                raise CommandError(f"no user {options['user']!r}")
+        user = author(options)
         failed = False
         for path in options["files"]:
             try:
@@ -54,7 +50,7 @@ class Command(BaseCommand):
             if not options["dry_run"]:
                 with tqdm(total=len(plan.creates) + len(plan.updates), desc="writing") as bar:
                     write_plan(
-                        plan, author, options["state"], progress=lambda n: bar.update(n - bar.n)
+                        plan, user, options["state"], progress=lambda n: bar.update(n - bar.n)
                     )
             self.stdout.write(
                 f"{path}: {report.rows} rows ({report.format}): {report.created} new, "
