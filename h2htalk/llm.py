@@ -162,21 +162,7 @@ def chat(
     except egress.EgressError as error:  # raised by the transport when connecting
         raise LLMError(f"endpoint refused: {error}", False, None, attempts) from error
     except openai.APIStatusError as error:
-        if 300 <= error.status_code < 400:
-            where = error.response.headers.get("location", "")
-            raise LLMError(
-                f"HTTP {error.status_code}: the endpoint redirects to {where[:200]!r}; "
-                "redirects are not followed (give the final URL as the base URL)",
-                False,
-                error.status_code,
-                attempts,
-            ) from error
-        raise LLMError(
-            f"HTTP {error.status_code}: {_short(error)}",
-            isinstance(error, RETRYABLE),
-            error.status_code,
-            attempts,
-        ) from error
+        raise _status_error(error, attempts) from error
     except RETRYABLE as error:
         raise LLMError(f"{type(error).__name__}: {_short(error)}", True, None, attempts) from error
     except openai.OpenAIError as error:
@@ -192,6 +178,25 @@ def chat(
         completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
         latency_ms=round((time.monotonic() - started) * 1000),
         attempts=attempts,
+    )
+
+
+def _status_error(error: openai.APIStatusError, attempts: int) -> LLMError:
+    """The LLMError for an HTTP error answer; a redirect says where to (it is not followed)."""
+    if 300 <= error.status_code < 400:
+        where = error.response.headers.get("location", "")
+        return LLMError(
+            f"HTTP {error.status_code}: the endpoint redirects to {where[:200]!r}; "
+            "redirects are not followed (give the final URL as the base URL)",
+            False,
+            error.status_code,
+            attempts,
+        )
+    return LLMError(
+        f"HTTP {error.status_code}: {_short(error)}",
+        isinstance(error, RETRYABLE),
+        error.status_code,
+        attempts,
     )
 
 
