@@ -145,9 +145,28 @@ def _win_matrix(campaign: Campaign, index: dict[int, int]) -> np.ndarray:
     return wins
 
 
+ADAPTIVE_MIN_GAMES = 10  # votes on a model pair before its order may count as settled
+
+
+def _untaken_by_pair(campaign: Campaign, responses) -> dict[tuple[int, int], list[int]]:
+    """Per model pair (low id, high id), the scenarios not yet compared for it."""
+    taken = set(
+        campaign.comparisons.values_list(
+            "scenario_id", "response_a__companion_id", "response_b__companion_id"
+        )
+    )
+    by_pair: dict[tuple[int, int], list[int]] = {}
+    for scenario_id, companions in responses.items():
+        for low, high in itertools.combinations(sorted(companions), 2):
+            if (scenario_id, low, high) not in taken:
+                by_pair.setdefault((low, high), []).append(scenario_id)
+    return by_pair
+
+
 def adaptive_top_up(campaign: Campaign, user, batch: int | None = None) -> int:
     """Add comparisons for the model pairs whose order is least certain; returns how many
-    (0 also when every pair is already separated: the campaign is then done).
+    (0 when every pair that can still be compared is separated, or nothing is left to compare:
+    the campaign is then done).
 
     One top-up at a time (the campaign row is locked), and none while this annotator still has
     something to rate, so many annotators running dry at once add one batch, not many.
@@ -165,17 +184,17 @@ def adaptive_top_up(campaign: Campaign, user, batch: int | None = None) -> int:
         index = {companion: i for i, companion in enumerate(models)}
         batch = batch or max(10, math.comb(len(models), 2))
         rng = np.random.default_rng(campaign.seed + campaign.comparisons.count())
-        picks = active_sampling.allocate(_win_matrix(campaign, index), batch, rng)
-        taken = set(
-            campaign.comparisons.values_list(
-                "scenario_id", "response_a__companion_id", "response_b__companion_id"
-            )
+        by_pair = _untaken_by_pair(campaign, responses)
+        available = np.zeros((len(models), len(models)), dtype=bool)
+        for low, high in by_pair:
+            available[index[low], index[high]] = True
+        picks = active_sampling.allocate(
+            _win_matrix(campaign, index),
+            batch,
+            rng,
+            available=available,
+            min_games=ADAPTIVE_MIN_GAMES,
         )
-        by_pair: dict[tuple[int, int], list[int]] = {}
-        for scenario_id, companions in responses.items():
-            for low, high in itertools.combinations(sorted(companions), 2):
-                if (scenario_id, low, high) not in taken:
-                    by_pair.setdefault((low, high), []).append(scenario_id)
         new = []
         for i, j in picks:
             pair = (models[i], models[j])
