@@ -1,9 +1,7 @@
 """Agreement reports for a campaign: the database side (judgments → DataFrame, caching);
 the statistics themselves are in h2htalk.stats.agreement."""
 
-import math
 
-import numpy as np
 import pandas as pd
 from django.contrib import messages
 from django.db import IntegrityError, transaction
@@ -17,6 +15,7 @@ from h2htalk.stats.agreement.annotators import annotator_report
 from h2htalk.stats.agreement.coefficients import pairwise_agreement
 from h2htalk.stats.agreement.labels import expand_ratings, rating_dimension_labels, rating_matrix
 from h2htalk.stats.agreement.reliability import label_agreement
+from h2htalk.stats.leaderboard import json_safe
 from scoring.models import AgreementReport
 
 MIN_UNITS_FOR_ALPHA = 5
@@ -104,19 +103,6 @@ def judgments_frame(campaign: Campaign) -> pd.DataFrame:
     return expand_ratings(frame)
 
 
-def _clean(value):
-    """JSON-safe: NaN/inf become None, numpy scalars plain numbers."""
-    if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_clean(v) for v in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
 def _alpha_rows(frame: pd.DataFrame, group: str | None, n_boot: int, seed: int) -> list[dict]:
     regular = frame[~frame["is_gold"]]
     groups = [("overall", regular)] if group is None else list(regular.groupby(group))
@@ -177,7 +163,7 @@ def compute_report(campaign: Campaign, n_boot: int = 1000, seed: int = 0, progre
         report[key] = step()
         if progress:
             progress(done, len(steps), key)
-    return _clean(report)
+    return json_safe(report)
 
 
 def _annotators(frame: pd.DataFrame, excluded=frozenset()) -> list[dict]:
@@ -229,7 +215,7 @@ def annotator_flags(campaign: Campaign) -> list[dict]:
     if everyone.empty:
         return []
     excluded = {row["annotator"] for row in exclusions.summary(campaign)}
-    return _clean(_annotators(everyone, excluded))
+    return json_safe(_annotators(everyone, excluded))
 
 
 def cached_report(campaign: Campaign) -> AgreementReport | None:
