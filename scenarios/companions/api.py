@@ -1,34 +1,22 @@
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, viewsets
 
-from h2htalk import egress
 from h2htalk.fields import SlugRelatedField
 from h2htalk.roles import IsResearcher
 from h2htalk.run_api import CancelResumeActions
+from h2htalk.serializers import EndpointValidation
 from scenarios.companions import generation, services
 from scenarios.companions.exports import CSV_COLUMNS
-from scenarios.companions.forms import COMPANION_FIELDS, GenerationRunForm, clean_params
+from scenarios.companions.forms import COMPANION_FIELDS, GenerationRunForm
 from scenarios.models import CompanionModel, GenerationRun, Response
 from scenarios.tasks import queue_run
 
 
-class CompanionSerializer(serializers.ModelSerializer):
+class CompanionSerializer(EndpointValidation, serializers.ModelSerializer):
     class Meta:
         model = CompanionModel
         fields = ["id", *COMPANION_FIELDS, "created_at"]
         read_only_fields = ["created_at"]
-
-    def validate_base_url(self, value):
-        """As the model: a host allowed by LLM_ALLOWED_ENDPOINTS (h2htalk.egress)."""
-        egress.validate_base_url(value)
-        return value
-
-    def validate_params(self, value):
-        """As the edit form: a JSON object (null: none) without the keys the platform sets."""
-        try:
-            return clean_params(value)
-        except ValueError as error:
-            raise serializers.ValidationError(str(error)) from None
 
 
 class ProgressSerializer(serializers.Serializer):

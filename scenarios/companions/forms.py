@@ -3,22 +3,10 @@ import os
 from django import forms
 from django.http import QueryDict
 
+from h2htalk import endpoint_checks
 from h2htalk.formfields import ModelMultipleChoiceField
 from scenarios.filters import ScenarioFilter
 from scenarios.models import CompanionModel, GenerationRun, Scenario
-
-
-def clean_params(value) -> dict:
-    """A companion's request parameters (the form and the API): a JSON object, empty for none,
-    without the keys the platform sets itself; ValueError says what is wrong."""
-    value = value or {}  # (a form-encoded "null" arrives as None: a NOT NULL column)
-    if not isinstance(value, dict):
-        raise ValueError("Give a JSON object.")
-    forbidden = {"model", "messages", "stream"} & set(value)
-    if forbidden:
-        raise ValueError(f"{sorted(forbidden)} are set by the platform.")
-    return value
-
 
 # What a researcher sets on a companion (the edit page and the API).
 COMPANION_FIELDS = [
@@ -53,18 +41,10 @@ class CompanionForm(forms.ModelForm):
         widgets = {"notes": forms.Textarea(attrs={"rows": 2})}
 
     def clean_params(self):
-        try:
-            return clean_params(self.cleaned_data.get("params"))
-        except ValueError as error:
-            raise forms.ValidationError(str(error)) from None
+        return endpoint_checks.clean_params(self.cleaned_data.get("params"))
 
     def clean_api_key_env(self):
-        name = self.cleaned_data["api_key_env"].strip()
-        if name and not name.replace("_", "").isalnum():
-            raise forms.ValidationError(
-                "Give the NAME of an environment variable (letters, digits, _), not the key."
-            )
-        return name
+        return endpoint_checks.clean_key_env(self.cleaned_data["api_key_env"])
 
     def clean(self):
         cleaned = super().clean()

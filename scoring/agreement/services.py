@@ -1,7 +1,6 @@
 """Agreement reports for a campaign: the database side (judgments → DataFrame, caching);
 the statistics themselves are in h2htalk.stats.agreement."""
 
-
 import pandas as pd
 from django.contrib import messages
 from django.db import IntegrityError, transaction

@@ -8,18 +8,17 @@ from rest_framework import mixins, serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response as ApiResponse
 
-from h2htalk import egress
 from h2htalk.fields import SlugRelatedField
 from h2htalk.roles import IsResearcher
+from h2htalk.serializers import EndpointValidation
 from scenarios.models import CompanionModel, GenerationRun
 from scoring.judges import judging, prompts, services
 from scoring.judges.forms import (
     LOCKED_FIELDS,
     MAX_SAMPLES,
+    PLATFORM_PARAMS,
     JudgeConfigForm,
     JudgeRunForm,
-    clean_key_env,
-    clean_params,
     is_locked,
     key_status,
 )
@@ -34,7 +33,9 @@ def _form_errors(form) -> dict:
     }
 
 
-class JudgeConfigSerializer(serializers.ModelSerializer):
+class JudgeConfigSerializer(EndpointValidation, serializers.ModelSerializer):
+    platform_params = PLATFORM_PARAMS
+
     rubric = serializers.CharField(
         required=False,
         allow_blank=True,
@@ -57,23 +58,6 @@ class JudgeConfigSerializer(serializers.ModelSerializer):
         """True once the judge has runs: mode, model, rubric, temperature, samples and params
         can no longer change."""
         return is_locked(config)
-
-    def validate_base_url(self, value):
-        """As the model: a host allowed by LLM_ALLOWED_ENDPOINTS (h2htalk.egress)."""
-        egress.validate_base_url(value)
-        return value
-
-    def validate_api_key_env(self, value):
-        try:
-            return clean_key_env(value)
-        except Exception as error:
-            raise serializers.ValidationError(error.messages) from error
-
-    def validate_params(self, value):
-        try:
-            return clean_params(value)
-        except Exception as error:
-            raise serializers.ValidationError(error.messages) from error
 
     def validate(self, attrs):
         instance = self.instance

@@ -6,6 +6,7 @@ from django import forms
 
 from annotation.access import managed_campaigns
 from annotation.models import Campaign
+from h2htalk import endpoint_checks
 from h2htalk.formfields import ModelMultipleChoiceField
 from scenarios.models import CompanionModel, GenerationRun
 from scoring.judges import judging, prompts
@@ -16,25 +17,6 @@ from scoring.models import JudgeConfig, JudgeRun
 LOCKED_FIELDS = ("mode", "model_id", "rubric", "temperature", "samples", "params")
 PLATFORM_PARAMS = {"model", "messages", "stream", "temperature", "n"}
 MAX_SAMPLES = 20
-
-
-def clean_key_env(name: str) -> str:
-    name = (name or "").strip()
-    if name and not name.replace("_", "").isalnum():
-        raise forms.ValidationError(
-            "Give the NAME of an environment variable (letters, digits, _), not the key."
-        )
-    return name
-
-
-def clean_params(params) -> dict:
-    params = params or {}
-    if not isinstance(params, dict):
-        raise forms.ValidationError("Give a JSON object.")
-    forbidden = PLATFORM_PARAMS & set(params)
-    if forbidden:
-        raise forms.ValidationError(f"{sorted(forbidden)} are set by the platform.")
-    return params
 
 
 def key_status(config: JudgeConfig) -> str:
@@ -110,10 +92,10 @@ class JudgeConfigForm(forms.ModelForm):
                 ].help_text = "Fixed: this judge has runs. Copy the configuration to change it."
 
     def clean_api_key_env(self):
-        return clean_key_env(self.cleaned_data.get("api_key_env", ""))
+        return endpoint_checks.clean_key_env(self.cleaned_data.get("api_key_env", ""))
 
     def clean_params(self):
-        return clean_params(self.cleaned_data.get("params"))
+        return endpoint_checks.clean_params(self.cleaned_data.get("params"), PLATFORM_PARAMS)
 
     def clean(self):
         cleaned = super().clean()
