@@ -8,13 +8,20 @@ from rest_framework.response import Response
 
 class CancelResumeActions:
     """Mixin for a run viewset. The viewset defines `request_cancel(run)`, `queue(run)` and
-    `resume_refusal(run)` (why the run cannot be resumed now, or None); both actions answer
-    with the run as it is afterwards (the viewset's serializer), a refusal with 409."""
+    `resume_refusal(run)` (why the run cannot be resumed now, or None), and may define
+    `cancel_refusal(run)`; both actions answer with the run as it is afterwards (the viewset's
+    serializer), a refusal with 409."""
+
+    def cancel_refusal(self, run) -> str | None:
+        return None
 
     @extend_schema(request=None)
     @action(detail=True, methods=["post"])
     def cancel(self, request, pk=None, **kwargs):
         run = self.get_object()
+        refusal = self.cancel_refusal(run)
+        if refusal:
+            return Response({"detail": refusal}, status=409)
         self.request_cancel(run)
         return self._current(run)
 

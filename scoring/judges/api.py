@@ -10,6 +10,7 @@ from rest_framework.response import Response as ApiResponse
 
 from h2htalk.fields import SlugRelatedField
 from h2htalk.roles import IsResearcher
+from h2htalk.run_api import CancelResumeActions
 from h2htalk.serializers import EndpointValidation
 from scenarios.models import CompanionModel, GenerationRun
 from scoring.judges import judging, prompts, services
@@ -252,6 +253,7 @@ class JudgeConfigViewSet(viewsets.ModelViewSet):
 
 
 class JudgeRunViewSet(
+    CancelResumeActions,
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
     mixins.CreateModelMixin,
@@ -265,27 +267,19 @@ class JudgeRunViewSet(
     queryset = JudgeRun.objects.select_related("judge").order_by("-created_at")
     filterset_fields = ["judge", "state", "imported", "campaign"]
 
-    @extend_schema(request=None, responses=JudgeRunSerializer)
-    @action(detail=True, methods=["post"])
-    def cancel(self, request, pk=None, **kwargs):
-        run = self.get_object()
-        if run.imported:
-            return ApiResponse({"detail": "imported runs cannot be cancelled"}, status=409)
-        judging.request_cancel(run)
-        run.refresh_from_db()
-        return ApiResponse(self.get_serializer(run).data)
+    def cancel_refusal(self, run) -> str | None:
+        return "imported runs cannot be cancelled" if run.imported else None
 
-    @extend_schema(request=None, responses=JudgeRunSerializer)
-    @action(detail=True, methods=["post"])
-    def resume(self, request, pk=None, **kwargs):
-        run = self.get_object()
+    def request_cancel(self, run) -> None:
+        judging.request_cancel(run)
+
+    def resume_refusal(self, run) -> str | None:
         if run.imported:
-            return ApiResponse({"detail": "imported runs cannot be resumed"}, status=409)
-        if judging.is_going(run):
-            return ApiResponse({"detail": "the run is already going"}, status=409)
+            return "imported runs cannot be resumed"
+        return "the run is already going" if judging.is_going(run) else None
+
+    def queue(self, run) -> None:
         queue_judge_run(run)
-        run.refresh_from_db()
-        return ApiResponse(self.get_serializer(run).data)
 
 
 class JudgeVerdictViewSet(viewsets.ReadOnlyModelViewSet):
