@@ -2,20 +2,29 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+RUNTIME := $(VENV)/.runtime-stamp
 STAMP := $(VENV)/.installed-stamp
 
 .PHONY: demo test install lint format bench clean
 
-$(STAMP): pyproject.toml
+# What the platform itself needs (all `make demo` installs) …
+$(RUNTIME): pyproject.toml
+	@echo "== installing the platform's packages into $(VENV) (about a minute on a fresh machine)"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ".[dev]"
+	$(BIN)/pip install --progress-bar on -e .
+	touch $(RUNTIME)
+
+# … and the development extras the tests, lint and benchmarks need (`make test` adds them).
+$(STAMP): $(RUNTIME)
+	@echo "== installing the test and development packages (a few minutes on a fresh machine)"
+	$(BIN)/pip install --progress-bar on -e ".[dev]"
 	touch $(STAMP)
 
 install: $(STAMP)
 
 ## Set up, load the demo set and serve on http://127.0.0.1:8000 (SQLite, Celery eager).
-demo: $(STAMP)
+demo: $(RUNTIME)
 	DJANGO_DEBUG=1 $(BIN)/python manage.py migrate --noinput
 	DJANGO_DEBUG=1 $(BIN)/python manage.py load_demo
 	DJANGO_DEBUG=1 $(BIN)/python manage.py runserver 127.0.0.1:8000
