@@ -55,17 +55,21 @@ class DawidSkeneFit:
         return pd.Series(diagonal @ self.prior, index=self.workers, name="ds_accuracy")
 
 
-def _m_step(unit, worker, label, posterior, n_workers, n_classes):
-    """Confusion matrices and prior from the current posteriors."""
+def _m_step(unit, worker, label, posterior, n_workers, n_classes, mirrored=False):
+    """Confusion matrices and prior from the current posteriors (symmetric when mirrored)."""
     cells = worker * n_classes + label
     confusion = np.empty((n_workers, n_classes, n_classes))
     for t in range(n_classes):
         weight = posterior[unit, t]
-        counts = np.bincount(cells, weights=weight, minlength=n_workers * n_classes)
+        order = np.lexsort((weight, cells))  # each cell's weights summed smallest first
+        counts = np.bincount(cells[order], weights=weight[order], minlength=n_workers * n_classes)
         confusion[:, t, :] = counts.reshape(n_workers, n_classes)
     confusion = np.clip(confusion, EPS, None)
     confusion /= confusion.sum(axis=2, keepdims=True)
-    prior = np.clip(posterior.mean(axis=0), EPS, None)
+    prior = np.clip(np.sort(posterior, axis=0).mean(axis=0), EPS, None)
+    if mirrored:
+        confusion = (confusion + confusion[:, ::-1, ::-1]) / 2
+        prior = (prior + prior[::-1]) / 2
     return confusion, prior / prior.sum()
 
 
@@ -79,7 +83,7 @@ def _e_step(unit, worker, label, confusion, prior, n_units):
     top = log_joint.max(axis=1, keepdims=True)
     scaled = np.exp(log_joint - top)
     total = scaled.sum(axis=1, keepdims=True)
-    log_likelihood = float((np.log(total) + top).sum())
+    log_likelihood = float(np.sort((np.log(total) + top).ravel()).sum())
     return scaled / total, log_likelihood
 
 
@@ -90,8 +94,15 @@ def fit(
     classes=None,
     max_iter: int = 100,
     tol: float = 1e-7,
+    mirrored: bool = False,
 ) -> DawidSkeneFit:
     """Fit Dawid–Skene to votes (parallel sequences: unit id, worker id, label).
+
+    `mirrored`: the votes hold every unit twice, once with its classes reversed (A/tie/B read
+    from either side). The parameters are then kept symmetric under that reversal, so a unit
+    and its mirror get mirrored posteriors; otherwise EM can drift, from rounding alone, to an
+    equally likely solution that favours one side, and which side would depend on the order of
+    the units.
 
     `classes` fixes the label set (sorted; default: the labels seen); a class
     nobody used keeps a near-zero prior. Stops when the log-likelihood per vote improves by
@@ -107,12 +118,18 @@ def fit(
     if (classes[label] != values).any():
         raise ValueError("labels outside `classes`")
     n_units, n_workers, n_classes = len(unit_ids), len(worker_ids), len(classes)
+    # Votes in a canonical order (by unit, then worker and label) and every sum taken in an
+    # order fixed by the values (see _m_step), so renumbering units or listing the votes in
+    # another order changes no bit of the fit: on small data EM's path is sensitive enough
+    # that rounding noise alone could lead it to a different optimum of equal likelihood.
+    canonical = np.lexsort((label, worker, unit))
+    unit, worker, label = unit[canonical], worker[canonical], label[canonical]
 
     # Start from the majority-vote shares per unit.
     shares = np.zeros((n_units, n_classes))
     np.add.at(shares, (unit, label), 1.0)
     posterior = shares / shares.sum(axis=1, keepdims=True)
-    confusion, prior = _m_step(unit, worker, label, posterior, n_workers, n_classes)
+    confusion, prior = _m_step(unit, worker, label, posterior, n_workers, n_classes, mirrored)
 
     previous = -np.inf
     converged = False
@@ -120,7 +137,7 @@ def fit(
     log_likelihood = -np.inf
     for n_iter in range(1, max_iter + 1):  # noqa: B007 (n_iter is reported)
         posterior, log_likelihood = _e_step(unit, worker, label, confusion, prior, n_units)
-        confusion, prior = _m_step(unit, worker, label, posterior, n_workers, n_classes)
+        confusion, prior = _m_step(unit, worker, label, posterior, n_workers, n_classes, mirrored)
         if (log_likelihood - previous) / len(label) < tol:
             converged = True
             break

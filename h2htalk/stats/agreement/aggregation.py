@@ -79,9 +79,15 @@ def aggregate_labels(
         WINNER_CLASSES,
         max_iter,
         tol,
+        mirrored=True,
     )
     position = 2 * np.arange(len(table))
-    table["ds_label"] = model.labels[position].astype(np.int64)
+    posterior = model.posterior[position]
+    labels = model.labels[position].astype(np.int64)
+    # A and B exactly as likely (and more than a tie): no side wins, whichever companion is A.
+    even = (np.abs(posterior[:, 0] - posterior[:, 2]) < 1e-12) & (posterior[:, 0] > posterior[:, 1])
+    labels[even] = 0
+    table["ds_label"] = labels
     for column, index in (("p_a", 0), ("p_tie", 1), ("p_b", 2)):
         table[column] = model.posterior[position, index]
     table["disagree"] = table["majority"] != table["ds_label"]
