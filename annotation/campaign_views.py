@@ -7,11 +7,12 @@ what a campaign may do lives in annotation.campaigns; these views read the reque
 """
 
 from django.contrib import messages
-from django.http import QueryDict, StreamingHttpResponse
+from django.http import QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from h2htalk import csvexport
 from h2htalk.roles import RESEARCHER, role_required
 
 from . import campaigns, monitoring
@@ -146,9 +147,8 @@ def _save_gold(request, campaign) -> None:
 @role_required(RESEARCHER)
 def campaign_export(request, pk):
     campaign = managed_campaign_or_404(request.user, pk)
-    response = StreamingHttpResponse(
-        campaigns.iter_judgments_csv(campaign), content_type="text/csv"
+    return csvexport.download(
+        campaigns.iter_judgments_csv(campaign),
+        "text/csv",
+        campaigns.judgments_csv_filename(campaign),
     )
-    filename = campaigns.judgments_csv_filename(campaign)
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    return response
