@@ -87,6 +87,27 @@ def _e_step(unit, worker, label, confusion, prior, n_units):
     return scaled / total, log_likelihood
 
 
+def _encode(units, workers, labels, classes):
+    """Votes as integer codes, in a canonical order (by unit, then worker and label).
+
+    With every sum also taken in an order fixed by the values (see _m_step), renumbering units
+    or listing the votes in another order changes no bit of the fit: on small data EM's path
+    is sensitive enough that rounding noise alone could lead it to a different optimum of
+    equal likelihood.
+    """
+    unit_ids, unit = np.unique(np.asarray(units), return_inverse=True)
+    worker_ids, worker = np.unique(np.asarray(workers), return_inverse=True)
+    values = np.asarray(labels)
+    if len(values) == 0:
+        raise ValueError("no votes to aggregate")
+    classes = np.unique(values if classes is None else np.asarray(classes))
+    label = np.minimum(np.searchsorted(classes, values), len(classes) - 1)
+    if (classes[label] != values).any():
+        raise ValueError("labels outside `classes`")
+    canonical = np.lexsort((label, worker, unit))
+    return unit_ids, unit[canonical], worker_ids, worker[canonical], classes, label[canonical]
+
+
 def fit(
     units,
     workers,
@@ -108,22 +129,8 @@ def fit(
     nobody used keeps a near-zero prior. Stops when the log-likelihood per vote improves by
     less than `tol`, or after `max_iter` EM rounds (`converged` says which).
     """
-    unit_ids, unit = np.unique(np.asarray(units), return_inverse=True)
-    worker_ids, worker = np.unique(np.asarray(workers), return_inverse=True)
-    values = np.asarray(labels)
-    if len(values) == 0:
-        raise ValueError("no votes to aggregate")
-    classes = np.unique(values if classes is None else np.asarray(classes))
-    label = np.minimum(np.searchsorted(classes, values), len(classes) - 1)
-    if (classes[label] != values).any():
-        raise ValueError("labels outside `classes`")
+    unit_ids, unit, worker_ids, worker, classes, label = _encode(units, workers, labels, classes)
     n_units, n_workers, n_classes = len(unit_ids), len(worker_ids), len(classes)
-    # Votes in a canonical order (by unit, then worker and label) and every sum taken in an
-    # order fixed by the values (see _m_step), so renumbering units or listing the votes in
-    # another order changes no bit of the fit: on small data EM's path is sensitive enough
-    # that rounding noise alone could lead it to a different optimum of equal likelihood.
-    canonical = np.lexsort((label, worker, unit))
-    unit, worker, label = unit[canonical], worker[canonical], label[canonical]
 
     # Start from the majority-vote shares per unit.
     shares = np.zeros((n_units, n_classes))
