@@ -536,6 +536,11 @@ def test_an_import_over_its_time_limit_on_a_real_worker_ends_failed():
     with celery_worker(env={**FAST, "JOB_TIME_LIMIT_SECONDS": "1"}):
         job = _import_job("scenario_import", path, "limit.jsonl", run_scenario_import)
         job, counts, _ = watch(job.pk, Scenario.objects.count, timeout=60)
+        # The upload is released just after the outcome is recorded: wait for it while the
+        # worker still runs (on a loaded machine the test can read the outcome in between).
+        deadline = time.monotonic() + 30
+        while default_storage.exists(path) and time.monotonic() < deadline:
+            time.sleep(0.05)
 
     assert job.state == Job.State.FAILED, job.message
     assert job.message == jobs.timed_out_message(1)
