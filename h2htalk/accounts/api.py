@@ -81,6 +81,35 @@ class UserSerializer(serializers.ModelSerializer):
         return [campaign.name for campaign in user.rating_campaigns.all()]
 
 
+def _messages(detail) -> list[str]:
+    if isinstance(detail, dict):
+        return [message for value in detail.values() for message in _messages(value)]
+    if isinstance(detail, list):
+        return [message for value in detail for message in _messages(value)]
+    return [str(detail)]
+
+
+def _shape_errors(errors) -> list[dict]:
+    """DRF's errors of a list body ({index: {field: [...]}}, or the body's own) as rows."""
+    if isinstance(errors, dict) and "non_field_errors" in errors:
+        return [
+            {"where": "body", "field": "(list)", "message": message}
+            for message in _messages(errors["non_field_errors"])
+        ]
+    items = errors.items() if isinstance(errors, dict) else enumerate(errors)
+    return [
+        {"where": f"item {index}", "field": name, "message": message}
+        for index, fields in items
+        for name, detail in (fields or {}).items()
+        for message in _messages(detail)
+    ]
+
+
+def _refused(errors: list[dict]) -> Response:
+    detail = f"{len(errors)} error(s); nothing was created."
+    return Response({"detail": detail, "errors": errors}, status=status.HTTP_400_BAD_REQUEST)
+
+
 class UserViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """Users and their roles (admins only)."""
 
@@ -100,16 +129,15 @@ class UserViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gen
     )
     def create(self, request):
         given = NewUserSerializer(data=request.data, many=True, max_length=MAX_USERS)
-        given.is_valid(raise_exception=True)
+        if not given.is_valid():
+            return _refused(_shape_errors(given.errors))
         rows = [
             onboarding.make_row(f"item {i}", **item) for i, item in enumerate(given.validated_data)
         ]
         try:
             outcomes = onboarding.create_users(rows, request.build_absolute_uri("/"))
         except onboarding.OnboardingError as error:
-            detail = f"{len(error.errors)} error(s); nothing was created."
-            body = {"detail": detail, "errors": [vars(e) for e in error.errors]}
-            return Response(body, status=status.HTTP_400_BAD_REQUEST)
+            return _refused([vars(e) for e in error.errors])
         body = {"users": [vars(o) for o in outcomes], "link_expires": links.expiry()}
         return Response(CreatedSerializer(body).data, status=status.HTTP_201_CREATED)
 
