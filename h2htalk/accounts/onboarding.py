@@ -132,10 +132,6 @@ def _check_header(header: list[str]) -> list[RowError]:
     return errors
 
 
-def split_campaigns(cell: str) -> list[str]:
-    return cell.split(SEPARATOR)
-
-
 def read_csv(stream) -> list[UserRow]:
     """The rows of a users CSV (a binary stream); raises OnboardingError naming line and field."""
     reader = csv.reader(_text_lines(stream))
@@ -143,24 +139,26 @@ def read_csv(stream) -> list[UserRow]:
         header = _cells(next(reader, []))
         if errors := _check_header(header):
             raise OnboardingError(errors)
-        rows = []
+        rows, errors = [], []
         for values in reader:
             where = f"line {reader.line_num}"
             if not any(value.strip() for value in values):
                 continue  # a blank line
             if len(values) > len(header):
-                raise OnboardingError([RowError(where, "(csv)", "more cells than columns")])
-            cells = dict(zip(header, _cells(values), strict=False))
-            rows.append(_row(where, cells))
+                errors.append(RowError(where, "(csv)", "more cells than columns"))
+                continue
+            rows.append(_row(where, dict(zip(header, _cells(values), strict=False))))
     except _Unreadable as problem:
         raise OnboardingError([problem.error]) from None
     except csv.Error as error:
         raise OnboardingError([RowError(f"line {reader.line_num}", "(csv)", str(error))]) from None
+    if errors:
+        raise OnboardingError(errors)
     return rows
 
 
 def _row(where: str, cells: dict) -> UserRow:
-    campaigns = split_campaigns(cells.get("campaigns", ""))
+    campaigns = cells.get("campaigns", "").split(SEPARATOR)
     return make_row(
         where, cells.get("username", ""), cells.get("email", ""), cells.get("role", ""), campaigns
     )
