@@ -2,6 +2,7 @@ from django.urls import include, path
 from rest_framework import routers
 
 from annotation.api import RatingAssignmentViewSet, RatingCampaignViewSet
+from h2htalk.accounts.api import UserViewSet
 from h2htalk.auth import ObtainToken
 from h2htalk.parsers import DEFAULT as DEFAULT_PARSERS
 from h2htalk.roles import IsResearcher
@@ -30,6 +31,8 @@ router.register("responses", ResponseViewSet, basename="response")
 # Rating, for annotators (blind: no model, response, comparison or run names or ids).
 router.register("rate/campaigns", RatingCampaignViewSet, basename="rate-campaign")
 router.register("rate/assignments", RatingAssignmentViewSet, basename="rate-assignment")
+# Users, for admins: list, create in bulk (one-time links to set a password), deactivate.
+router.register("users", UserViewSet, basename="user")
 
 urlpatterns = [
     # DRF's token view lists its own parsers (with the plain JSON parser): ours instead.

@@ -65,6 +65,10 @@ class HasRole(BasePermission):
         return has_role(request.user, *self.required_roles)
 
 
+class IsAdmin(HasRole):
+    required_roles = (ADMIN,)
+
+
 class IsResearcher(HasRole):
     required_roles = (RESEARCHER,)
 

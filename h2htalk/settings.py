@@ -147,6 +147,12 @@ for _proxy in TRUSTED_PROXIES:
         ) from None
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
+# One-time links to set a password (h2htalk.accounts.links) stop working after this long.
+PASSWORD_RESET_TIMEOUT = int(os.environ.get("PASSWORD_RESET_TIMEOUT", str(7 * 24 * 3600)))
+if PASSWORD_RESET_TIMEOUT < 1:
+    raise ImproperlyConfigured("PASSWORD_RESET_TIMEOUT must be >= 1 (seconds)")
+# The site's address, for links made outside a request (manage.py create_users).
+SITE_URL = os.environ.get("SITE_URL", "http://127.0.0.1:8000")
 
 LANGUAGE_CODE = "en"
 TIME_ZONE = os.environ.get("TIME_ZONE", "UTC")

@@ -4,6 +4,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from . import views
+from .accounts import views as accounts
 from .auth import AdminLoginForm, LoginView
 
 # The admin's login answers a lock-out like the site's (both go through the same throttle).
@@ -13,8 +14,15 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("login/", LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("manage/", views.admin_home, name="admin_home"),
-    path("manage/users/<int:user_id>/roles/", views.set_roles, name="set_roles"),
+    path("manage/", accounts.admin_home, name="admin_home"),
+    path("manage/users/create/", accounts.create_users, name="create_users"),
+    path("manage/users/<int:user_id>/roles/", accounts.set_roles, name="set_roles"),
+    path("manage/users/<int:user_id>/active/", accounts.set_active, name="set_active"),
+    path(
+        "password/set/<uidb64>/<token>/",
+        accounts.SetPasswordView.as_view(),
+        name="password_set",
+    ),
     path("jobs/<int:pk>/", views.job_detail, name="job_detail"),
     path("jobs/<int:pk>/progress/", views.job_progress, name="job_progress"),
     path("scenarios/", include("scenarios.urls")),

@@ -10,8 +10,12 @@ from functools import cache
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from django.contrib.auth import get_user_model
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import URLResolver, get_resolver, reverse
+from django.utils.encoding import force_bytes
+from django.utils.http import urlsafe_base64_encode
 
 from annotation import queue
 from annotation.models import AnnotatorExclusion, Assignment, Campaign, Judgment
@@ -46,6 +50,10 @@ EXPECTED = {
     "logout": EVERYONE,
     "admin_home": ADMINS,
     "set_roles": ADMINS,
+    "set_active": ADMINS,
+    "create_users": ADMINS,
+    # Setting a password from a one-time link: whoever holds the link (the token decides).
+    "password_set": EVERYONE,
     "job_detail": RESEARCH,
     "job_progress": RESEARCH,
     # Scenario curation.
@@ -74,6 +82,9 @@ EXPECTED = {
     "persona-list": RESEARCH,
     "persona-detail": RESEARCH,
     "api_schema": RESEARCH,
+    "user-list": ADMINS,
+    "user-detail": ADMINS,
+    "user-deactivate": ADMINS,
     "api_docs": RESEARCH,
     # Companions, generation runs and responses (model names: researchers only).
     "companions:list": RESEARCH,
@@ -170,6 +181,9 @@ EXPECTED = {
 POST_ONLY = {
     "logout",
     "set_roles",
+    "set_active",
+    "create_users",
+    "user-deactivate",
     "scenarios:bulk",
     "scenarios:review",
     "scenarios:import_confirm",
@@ -203,6 +217,8 @@ POST_ONLY = {
 REDIRECTS = {"home", "releases:export"}  # the world's release is not computed: back to it
 # Which object a `pk` URL parameter refers to (default: the scenario).
 PK_OBJECT = {
+    "user-detail": "target",
+    "user-deactivate": "target",
     "job_detail": "job",
     "job_progress": "job",
     "scenarios:persona_edit": "persona",
@@ -437,6 +453,10 @@ def urls_for(name, world, role=ANNOTATOR) -> list[str]:
                 kwargs[param] = 1
             elif param == "user_id":
                 kwargs[param] = world.target.pk
+            elif param == "uidb64":
+                kwargs[param] = urlsafe_base64_encode(force_bytes(world.target.pk))
+            elif param == "token":
+                kwargs[param] = "not-a-token"  # the page says the link does not work
             elif param == "job_id":
                 kwargs[param] = getattr(world, JOB_OBJECT.get(name, "job")).pk
             elif param == "campaign_id":
@@ -511,10 +531,24 @@ def _rating_state(world):
     )
 
 
+def _target_active(world):
+    return get_user_model().objects.get(pk=world.target.pk).is_active
+
+
 PROBES = {
     "set_roles": Probe(
         data=lambda w: {"roles": ["admin", "researcher"]},
         state=lambda w: sorted(w.target.groups.values_list("name", flat=True)),
+    ),
+    "set_active": Probe(data=lambda w: {"active": "0"}, state=_target_active),
+    "user-deactivate": Probe(data=lambda w: {}, state=_target_active),
+    "create_users": Probe(
+        data=lambda w: {
+            "file": SimpleUploadedFile(
+                "users.csv", b"username,email,role\nprobe1,probe1@example.org,annotator\n"
+            )
+        },
+        state=lambda w: get_user_model().objects.count(),
     ),
     "scenarios:review": Probe(data=lambda w: {"action": "submit"}, state=_scenario_state),
     "scenarios:bulk": Probe(

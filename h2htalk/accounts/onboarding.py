@@ -1,0 +1,352 @@
+"""Creating users in bulk: one path for `manage.py create_users`, the upload on /manage/ and
+`POST /api/users/`.
+
+A row is a username, an email, one role (admin, researcher, annotator) and campaigns (names or
+ids, separated by ";"; a name is looked up first, then an id). An annotator joins the campaigns'
+annotator pools and a researcher their members (who help manage them), as the campaign form
+does; admins see every campaign, so their campaigns stay empty.
+
+All or nothing. Every row is checked before anything is written and every error names the row
+(the CSV line, or the item of an API list) and the field; the writing is one transaction, so a
+file with one bad row, or a failure half-way, creates nobody.
+
+Re-running is safe. A username that exists already is not created again; its email and
+password stay as they are, and the row's role and campaigns are added to what the user has
+(never removed). Running the same file twice therefore changes nothing, and a file that adds a
+campaign to existing annotators does only that. A username that differs from an existing one
+only in case is an error (two accounts "Anna" and "anna" are a typo, not two people).
+
+New users get no usable password: each gets a one-time link to set one (`links`). An existing
+user who has not set a password yet gets a fresh link; one who has, or is deactivated, none.
+"""
+
+import csv
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
+from django.db import transaction
+from django.db.models.functions import Lower
+
+from annotation.models import Campaign
+from h2htalk import csvexport, uploads
+from h2htalk.params import parse_int
+from h2htalk.roles import ADMIN, ANNOTATOR, RESEARCHER, ROLES
+
+from . import links, users
+
+SEPARATOR = ";"
+COLUMNS = ("username", "email", "role", "campaigns")
+REQUIRED_COLUMNS = ("username", "email", "role")
+EMAIL_MAX = 254
+CHUNK = 500  # names per IN (...) query, under SQLite's variable limit
+CREATED, EXISTS = "created", "exists"
+# What a role joins in a campaign: (the campaign's field, the user's reverse relation).
+POOL = {
+    ANNOTATOR: ("annotators", "rating_campaigns"),
+    RESEARCHER: ("members", "member_campaigns"),
+}
+
+
+@dataclass
+class UserRow:
+    where: str  # "line 3" (CSV) or "item 2" (API list, from 0)
+    username: str
+    email: str
+    role: str
+    campaigns: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RowError:
+    where: str
+    field: str
+    message: str
+
+    def __str__(self):
+        return f"{self.where}, field {self.field}: {self.message}"
+
+
+class OnboardingError(Exception):
+    """The rows could not be taken; nothing was written."""
+
+    def __init__(self, errors: list[RowError]):
+        self.errors = errors
+        shown = "\n".join(str(error) for error in errors[:50])
+        more = f"\n… and {len(errors) - 50} more" if len(errors) > 50 else ""
+        super().__init__(f"{len(errors)} error(s), nothing written:\n{shown}{more}")
+
+
+@dataclass
+class Outcome:
+    username: str
+    email: str
+    role: str
+    status: str  # CREATED or EXISTS
+    changes: list[str]  # what was added to an existing user; or "inactive"
+    link: str = ""  # the one-time link to set a password ("" when none is needed)
+    user: object = field(default=None, repr=False)
+
+
+# ---------------------------------------------------------------- reading a CSV file
+
+
+class _Unreadable(Exception):
+    def __init__(self, line: int, problem: uploads.LineProblem):
+        super().__init__(problem.message)
+        self.error = RowError(f"line {line}", problem.field, problem.message)
+
+
+def _text_lines(stream):
+    """The file's lines as text (UTF-8, a BOM dropped, MAX_LINE_BYTES per line)."""
+    for number, text in uploads.text_lines(stream):
+        if isinstance(text, uploads.LineProblem):
+            raise _Unreadable(number, text)
+        yield text
+
+
+def _cells(values: list[str]) -> list[str]:
+    return [csvexport.unquote_cell(value.strip()) for value in values]
+
+
+def _check_header(header: list[str]) -> list[RowError]:
+    errors = [
+        RowError("line 1", column, "required column is missing from the header")
+        for column in REQUIRED_COLUMNS
+        if column not in header
+    ]
+    errors += [
+        RowError("line 1", column or '""', f"unknown column (columns: {', '.join(COLUMNS)})")
+        for column in header
+        if column not in COLUMNS
+    ]
+    errors += [
+        RowError("line 1", column, "column appears twice")
+        for column in sorted(set(header))
+        if header.count(column) > 1
+    ]
+    return errors
+
+
+def read_csv(stream) -> list[UserRow]:
+    """The rows of a users CSV (a binary stream); raises OnboardingError naming line and field."""
+    reader = csv.reader(_text_lines(stream))
+    try:
+        header = _cells(next(reader, []))
+        if errors := _check_header(header):
+            raise OnboardingError(errors)
+        rows, errors = [], []
+        for values in reader:
+            where = f"line {reader.line_num}"
+            if not any(value.strip() for value in values):
+                continue  # a blank line
+            if len(values) > len(header):
+                errors.append(RowError(where, "(csv)", "more cells than columns"))
+                continue
+            rows.append(_row(where, dict(zip(header, _cells(values), strict=False))))
+    except _Unreadable as problem:
+        raise OnboardingError([problem.error]) from None
+    except csv.Error as error:
+        raise OnboardingError([RowError(f"line {reader.line_num}", "(csv)", str(error))]) from None
+    if errors:
+        raise OnboardingError(errors)
+    return rows
+
+
+def _row(where: str, cells: dict) -> UserRow:
+    campaigns = cells.get("campaigns", "").split(SEPARATOR)
+    return make_row(
+        where, cells.get("username", ""), cells.get("email", ""), cells.get("role", ""), campaigns
+    )
+
+
+def make_row(where: str, username: str, email: str, role: str, campaigns: list[str]) -> UserRow:
+    """A row with its cells trimmed (and the role in lower case), from a file or the API."""
+    keys = [key.strip() for key in campaigns if key.strip()]
+    return UserRow(where, username.strip(), email.strip(), role.strip().lower(), keys)
+
+
+# ---------------------------------------------------------------- checking
+
+
+def _field_errors(row: UserRow) -> list[RowError]:
+    User = get_user_model()
+    errors = []
+
+    def bad(name, message):
+        errors.append(RowError(row.where, name, message))
+
+    limit = User._meta.get_field("username").max_length
+    if not row.username:
+        bad("username", "required")
+    elif len(row.username) > limit:
+        bad("username", f"longer than {limit} characters")
+    else:
+        try:
+            User.username_validator(row.username)
+        except ValidationError as error:
+            bad("username", " ".join(error.messages))
+    try:
+        if len(row.email) > EMAIL_MAX:
+            raise ValidationError(f"longer than {EMAIL_MAX} characters")
+        validate_email(row.email)
+    except ValidationError as error:
+        bad("email", " ".join(error.messages) if row.email else "required")
+    if row.role not in ROLES:
+        bad("role", f"{row.role!r} is not a role; use one of {', '.join(ROLES)}")
+    elif row.campaigns and row.role == ADMIN:
+        bad("campaigns", "admins see every campaign: leave this empty")
+    return errors
+
+
+def _chunks(items: list, size: int = CHUNK):
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _existing_users(rows: list[UserRow]) -> dict[str, object]:
+    """Existing users whose lower-cased username is one of the rows', by lower-cased name."""
+    names = sorted({row.username.lower() for row in rows})
+    found = {}
+    for chunk in _chunks(names):
+        query = get_user_model().objects.annotate(lowered=Lower("username"))
+        for user in query.filter(lowered__in=chunk).prefetch_related(
+            "groups", "rating_campaigns", "member_campaigns"
+        ):
+            found[user.lowered] = user
+    return found
+
+
+def _campaign_lookup(rows: list[UserRow]) -> dict[str, Campaign]:
+    """Each campaign key of the rows -> the campaign named so, or else with that id."""
+    keys = sorted({key for row in rows for key in row.campaigns})
+    found = {}
+    for chunk in _chunks(keys):
+        found |= {c.name: c for c in Campaign.objects.filter(name__in=chunk)}
+    ids = {key: parse_int(key) for key in keys if key not in found}
+    by_id = Campaign.objects.in_bulk([number for number in ids.values() if number is not None])
+    found |= {key: by_id[number] for key, number in ids.items() if number in by_id}
+    return found
+
+
+@dataclass
+class _Planned:
+    row: UserRow
+    user: object  # the existing user, or None
+    campaigns: list[Campaign]
+
+
+def check(rows: list[UserRow]) -> list[_Planned]:
+    """Every row checked against the others and the database; raises OnboardingError."""
+    errors, plan, seen = [], [], {}
+    existing = _existing_users(rows)
+    campaigns = _campaign_lookup(rows)
+    for row in rows:
+        row_errors = _field_errors(row)
+        key = row.username.lower()
+        user = existing.get(key)
+        if key in seen:
+            row_errors.append(RowError(row.where, "username", f"repeats {seen[key]}"))
+        elif user is not None and user.username != row.username:
+            message = f"differs only in case from the existing user {user.username!r}"
+            row_errors.append(RowError(row.where, "username", message))
+        seen.setdefault(key, row.where)
+        missing = [key for key in row.campaigns if key not in campaigns]
+        if missing:
+            message = "no campaign with this name or id: " + ", ".join(map(repr, missing))
+            row_errors.append(RowError(row.where, "campaigns", message))
+        errors += row_errors
+        plan.append(_Planned(row, user, [campaigns[k] for k in row.campaigns if k in campaigns]))
+    if errors:
+        raise OnboardingError(errors)
+    return plan
+
+
+# ---------------------------------------------------------------- writing
+
+
+def _create(row: UserRow):
+    user = get_user_model()(username=row.username, email=row.email, is_staff=row.role == ADMIN)
+    user.set_unusable_password()
+    user.save()
+    return user
+
+
+def _additions(planned: _Planned) -> tuple[bool, list[Campaign]]:
+    """What the row adds to an existing user: (role is new, campaigns they are not in yet)."""
+    user, role = planned.user, planned.row.role
+    new_role = role not in users.role_names(user)
+    if role not in POOL:
+        return new_role, []
+    current = {campaign.pk for campaign in getattr(user, POOL[role][1]).all()}
+    return new_role, [c for c in planned.campaigns if c.pk not in current]
+
+
+def _write_one(planned: _Planned, joins: dict) -> Outcome:
+    """Create or update one user; the group and campaign memberships go into `joins`
+    ((object, relation) -> users), added in bulk afterwards."""
+    row = planned.row
+    if planned.user is None:
+        user, status, changes, campaigns = _create(row), CREATED, [], planned.campaigns
+        joins[(row.role, "user_set")].append(user)
+    else:
+        user, status, changes = planned.user, EXISTS, []
+        new_role, campaigns = _additions(planned)
+        if new_role:
+            users.add_role(user, row.role)
+            changes.append(f"role {row.role} added")
+        changes += [f"joined campaign {c.name!r}" for c in campaigns]
+        if not user.is_active:
+            changes.append("deactivated: no link")
+    for campaign in campaigns:
+        joins[(campaign, POOL[row.role][0])].append(user)
+    return Outcome(row.username, user.email, row.role, status, changes, user=user)
+
+
+def _join(joins: dict) -> None:
+    groups = {group.name: group for group in Group.objects.filter(name__in=ROLES)}
+    for (target, relation), members in joins.items():
+        target = groups[target] if isinstance(target, str) else target
+        getattr(target, relation).add(*members)
+
+
+def create_users(
+    rows: list[UserRow],
+    base_url: str,
+    track: Callable[[Iterable], Iterable] = iter,
+) -> list[Outcome]:
+    """Check every row, then create the new users and add roles and campaigns, all in one
+    transaction; the outcomes carry the one-time links. `track` wraps the rows being written
+    (a progress bar). Raises OnboardingError (nothing written)."""
+    with transaction.atomic():
+        plan = check(rows)
+        joins = defaultdict(list)
+        outcomes = [_write_one(planned, joins) for planned in track(plan)]
+        _join(joins)
+    for outcome in outcomes:
+        if links.needs_link(outcome.user):
+            outcome.link = links.password_link(outcome.user, base_url)
+    return outcomes
+
+
+LINK_COLUMNS = ["username", "email", "role", "status", "changes", "link"]
+
+
+def links_csv(outcomes: list[Outcome]) -> str:
+    """The outcomes as CSV (the page's download and the command's --links-out file)."""
+    rows = (
+        {
+            "username": o.username,
+            "email": o.email,
+            "role": o.role,
+            "status": o.status,
+            "changes": "; ".join(o.changes),
+            "link": o.link,
+        }
+        for o in outcomes
+    )
+    return csvexport.text(LINK_COLUMNS, rows)
