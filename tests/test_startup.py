@@ -1,8 +1,8 @@
 """Start-up stays light: loading the apps, the whole URL configuration, the WSGI application
 and `manage.py check` import none of the numerical, NLP or LLM-client libraries. They cost
-seconds of CPU per process (every command, runserver reload, gunicorn worker and Celery boot),
-and only the functions that compute import them (README, "Start-up"; bench/startup.py measures
-the time).
+seconds of CPU per process (every command, runserver reload, gunicorn worker and Celery boot);
+only the functions that compute import them (README, "Development": start-up). bench/startup.py
+measures the time.
 
 Each probe runs in a fresh interpreter, since this test process has long imported them all.
 """
