@@ -15,7 +15,7 @@ from django.views.decorators.http import require_POST
 from h2htalk import csvexport
 from h2htalk.roles import RESEARCHER, role_required
 
-from . import campaigns, monitoring
+from . import campaigns
 from .access import managed_campaign_or_404
 from .campaign_forms import PAIRING_RULE, CampaignForm, GoldForm, StateForm
 from .markdown import render_markdown
@@ -62,12 +62,10 @@ def campaign_edit(request, pk):
 @role_required(RESEARCHER)
 def campaign_detail(request, pk):
     campaign = managed_campaign_or_404(request.user, pk)
-    rows, overall = campaigns.annotator_monitoring(campaign)
     context = {
         "campaign": campaign,
-        "overview": monitoring.campaign_overview(campaign),
-        "rows": rows,
-        "overall": overall,
+        "overview": campaigns.campaign_overview(campaign),
+        **campaigns.annotator_monitoring(campaign),
         "companions": list(campaign.companions.order_by("name")),
         "runs": list(campaign.runs.order_by("-created_at")),
         "members": list(campaign.members.order_by("username")),
@@ -75,8 +73,6 @@ def campaign_detail(request, pk):
         "guidelines": render_markdown(campaign.guidelines),
         "build_job": campaigns.latest_build_job(campaign),
         "actions": campaigns.available_actions(campaign),
-        "session_gap": monitoring.SESSION_GAP_MINUTES,
-        "alpha": monitoring.LEFT_BIAS_ALPHA,
     }
     return render(request, "campaigns/detail.html", context)
 

@@ -9,7 +9,7 @@ comparisons cannot open) holds whoever calls it.
 from django.contrib import messages
 from django.core.paginator import Page, Paginator
 from django.db import transaction
-from django.db.models import Count, IntegerField, OuterRef, Subquery, Sum, Value
+from django.db.models import Count, IntegerField, OuterRef, Q, Subquery, Sum, Value
 from django.db.models.functions import Coalesce
 from django.http import QueryDict
 from django.utils import timezone
@@ -18,7 +18,6 @@ from h2htalk import csvexport
 from h2htalk.models import Job
 from scenarios.taxonomy import Subtask
 
-from . import monitoring
 from .access import managed_campaigns
 from .campaign_forms import GoldForm
 from .models import RATING_DIMENSIONS, Campaign, Comparison, Judgment
@@ -81,8 +80,42 @@ def campaigns_with_progress(user) -> list[Campaign]:
     campaigns = list(with_progress(managed_campaigns(user)).select_related("owner"))
     for campaign in campaigns:
         campaign.target = campaign.n_regular * campaign.overlap
-        campaign.percent = monitoring.progress_percent(campaign.n_judged, campaign.target)
+        campaign.percent = progress_percent(campaign.n_judged, campaign.target)
     return campaigns
+
+
+# ---------------------------------------------------------------- progress
+
+
+def campaign_overview(campaign: Campaign) -> dict:
+    """Progress and coverage of the non-gold comparisons, and the gold items, in one query.
+
+    Progress = judgments on non-gold comparisons / (non-gold comparisons × k); complete means
+    k judgments, partial 1 … k−1, untouched none. Gold items ignore k and are counted apart.
+    """
+    k = campaign.overlap
+    regular = Q(is_gold=False)
+    counts = campaign.comparisons.aggregate(
+        regular=Count("pk", filter=regular),
+        complete=Count("pk", filter=regular & Q(judgment_count__gte=k)),
+        untouched=Count("pk", filter=regular & Q(judgment_count=0)),
+        judged=Sum("judgment_count", filter=regular),
+        gold=Count("pk", filter=Q(is_gold=True)),
+        gold_answered=Count("pk", filter=Q(is_gold=True, gold_preference__isnull=False)),
+        gold_judgments=Sum("judgment_count", filter=Q(is_gold=True)),
+    )
+    counts["judged"] = counts["judged"] or 0
+    counts["gold_judgments"] = counts["gold_judgments"] or 0
+    counts["partial"] = counts["regular"] - counts["complete"] - counts["untouched"]
+    counts["target"] = counts["regular"] * k
+    counts["percent"] = progress_percent(counts["judged"], counts["target"])
+    return counts
+
+
+def progress_percent(done: int, target: int) -> float:
+    if not target:
+        return 0.0
+    return min(100.0, 100.0 * done / target)
 
 
 # ---------------------------------------------------------------- state machine
@@ -119,9 +152,13 @@ def change_state(campaign: Campaign, action: str) -> State:
 # ---------------------------------------------------------------- monitoring
 
 
-def annotator_monitoring(campaign: Campaign) -> tuple[list[dict], dict | None]:
-    """The monitoring table: one row per annotator (in or once in the pool), and the overall
-    row (None before the first judgment), with percentages and seconds for display."""
+def annotator_monitoring(campaign: Campaign) -> dict:
+    """The monitoring table: `rows`, one per annotator (in or once in the pool), and `overall`
+    (None before the first judgment), with percentages and seconds for display; and the
+    session gap and test level the page states. (pandas and scipy load here, not with the
+    pages: annotation.monitoring.)"""
+    from . import monitoring
+
     judgments = monitoring.load_judgments(campaign)
     skips = monitoring.load_skips(campaign)
     pool = set(campaign.annotators.values_list("username", flat=True))
@@ -132,7 +169,12 @@ def annotator_monitoring(campaign: Campaign) -> tuple[list[dict], dict | None]:
     overall = monitoring.overall_row(judgments, skips) if len(judgments) else None
     if overall:
         _for_display(overall)
-    return rows, overall
+    return {
+        "rows": rows,
+        "overall": overall,
+        "session_gap": monitoring.SESSION_GAP_MINUTES,
+        "alpha": monitoring.LEFT_BIAS_ALPHA,
+    }
 
 
 def _for_display(row: dict) -> None:

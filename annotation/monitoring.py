@@ -2,8 +2,9 @@
 
 The statistics are plain functions over a pandas DataFrame of judgments, one row per judgment,
 with the columns of JUDGMENT_COLUMNS (build one with `judgments_frame`); they need no database.
-`load_judgments`, `load_skips` and `campaign_overview` read a campaign from the database in a
-fixed number of queries, whatever the number of judgments.
+`load_judgments` and `load_skips` read a campaign from the database in a fixed number of
+queries, whatever the number of judgments. Only the monitoring table needs this module
+(annotation.campaigns imports it there); progress counts are in annotation.campaigns.
 
 Definitions (also stated on the page):
 - judgments per hour: over the annotator's *active time*. Their judgments, in time order, are
@@ -22,7 +23,6 @@ import math
 
 import numpy as np
 import pandas as pd
-from django.db.models import Count, Q, Sum
 from scipy.stats import binomtest
 
 from .models import Assignment, Campaign, Judgment
@@ -228,34 +228,3 @@ def load_skips(campaign: Campaign) -> pd.DataFrame:
         comparison__campaign=campaign, state=Assignment.State.SKIPPED
     ).values_list("annotator__username", "skip_reason")
     return skips_frame(rows)
-
-
-def campaign_overview(campaign: Campaign) -> dict:
-    """Progress and coverage of the non-gold comparisons, and the gold items, in one query.
-
-    Progress = judgments on non-gold comparisons / (non-gold comparisons × k); complete means
-    k judgments, partial 1 … k−1, untouched none. Gold items ignore k and are counted apart.
-    """
-    k = campaign.overlap
-    regular = Q(is_gold=False)
-    counts = campaign.comparisons.aggregate(
-        regular=Count("pk", filter=regular),
-        complete=Count("pk", filter=regular & Q(judgment_count__gte=k)),
-        untouched=Count("pk", filter=regular & Q(judgment_count=0)),
-        judged=Sum("judgment_count", filter=regular),
-        gold=Count("pk", filter=Q(is_gold=True)),
-        gold_answered=Count("pk", filter=Q(is_gold=True, gold_preference__isnull=False)),
-        gold_judgments=Sum("judgment_count", filter=Q(is_gold=True)),
-    )
-    counts["judged"] = counts["judged"] or 0
-    counts["gold_judgments"] = counts["gold_judgments"] or 0
-    counts["partial"] = counts["regular"] - counts["complete"] - counts["untouched"]
-    counts["target"] = counts["regular"] * k
-    counts["percent"] = progress_percent(counts["judged"], counts["target"])
-    return counts
-
-
-def progress_percent(done: int, target: int) -> float:
-    if not target:
-        return 0.0
-    return min(100.0, 100.0 * done / target)

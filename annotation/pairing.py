@@ -1,20 +1,26 @@
-"""Which comparisons a campaign holds: all pairs, or balanced random pairs per scenario."""
+"""Which comparisons a campaign holds: all pairs, or balanced random pairs per scenario.
+
+numpy and the active sampler are imported by the adaptive top-up, their only user, so the
+rating pages that import this module start without them.
+"""
 
 import itertools
 import math
 import random
 from collections import Counter
+from typing import TYPE_CHECKING
 
-import numpy as np
 from django.db import transaction
 from django.db.models import QuerySet
 from django.http import QueryDict
 
-from h2htalk.stats import active_sampling
 from scenarios.filters import ScenarioFilter
 from scenarios.models import Response, Scenario
 
 from .models import Assignment, Campaign, Comparison, Judgment
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def campaign_scenarios(campaign: Campaign) -> QuerySet:
@@ -131,8 +137,10 @@ def _burn_in(campaign: Campaign, by_scenario: dict, incremental: bool) -> dict:
     return {s: by_scenario[s] for s in keep}
 
 
-def _win_matrix(campaign: Campaign, index: dict[int, int]) -> np.ndarray:
+def _win_matrix(campaign: Campaign, index: dict[int, int]) -> "np.ndarray":
     """Pair-keyed votes of the campaign as a Bradley–Terry win matrix (a tie: half each)."""
+    import numpy as np
+
     wins = np.zeros((len(index), len(index)))
     votes = Judgment.objects.filter(comparison__campaign=campaign, comparison__is_gold=False)
     for low, high, preference in votes.values_list(
@@ -171,6 +179,10 @@ def adaptive_top_up(campaign: Campaign, user, batch: int | None = None) -> int:
     One top-up at a time (the campaign row is locked), and none while this annotator still has
     something to rate, so many annotators running dry at once add one batch, not many.
     """
+    import numpy as np
+
+    from h2htalk.stats import active_sampling
+
     with transaction.atomic():
         campaign = Campaign.objects.select_for_update().get(pk=campaign.pk)
         seen = Assignment.objects.filter(annotator=user, comparison__campaign=campaign)

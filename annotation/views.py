@@ -25,10 +25,10 @@ from h2htalk.roles import ANNOTATOR, role_required
 from . import queue
 from .access import rating_campaign_or_404, rating_campaigns
 from .blinding import blind_names, campaign_texts, item_payload
+from .campaigns import progress_percent
 from .forms import RatingForm, SkipForm
 from .markdown import render_markdown
 from .models import Assignment, Campaign
-from .monitoring import progress_percent
 
 # ---------------------------------------------------------------- page pieces
 

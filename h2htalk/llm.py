@@ -8,8 +8,13 @@ endpoint, so several workers together never exceed an endpoint's limit.
 Every request goes through `h2htalk.egress`: the base URL is checked before each call and each
 new connection resolves, checks and pins the host's address (LLM_ALLOWED_ENDPOINTS); redirects
 are not followed. A refused endpoint fails at once (not retried) with a message naming the rule.
+
+openai and tenacity are imported by the first call, not with this module: the models and every
+page import it (for `Endpoint`), and a process that never calls an endpoint should not pay for
+them at start-up (tests/test_startup.py).
 """
 
+import functools
 import json
 import os
 import random
@@ -19,21 +24,30 @@ import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
+from typing import TYPE_CHECKING
 
-import openai
 from django.core.cache import cache
-from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
 from . import egress
 
-RETRYABLE = (
-    openai.RateLimitError,
-    openai.InternalServerError,
-    openai.APITimeoutError,
-    openai.APIConnectionError,
-    openai.APIResponseValidationError,
-    json.JSONDecodeError,  # a 200 whose body is not JSON
-)
+if TYPE_CHECKING:
+    import openai
+    from tenacity import RetryCallState
+
+
+@functools.cache
+def retryable() -> tuple[type[BaseException], ...]:
+    """The errors worth another attempt."""
+    import openai
+
+    return (
+        openai.RateLimitError,
+        openai.InternalServerError,
+        openai.APITimeoutError,
+        openai.APIConnectionError,
+        openai.APIResponseValidationError,
+        json.JSONDecodeError,  # a 200 whose body is not JSON
+    )
 
 
 @dataclass(frozen=True)
@@ -73,11 +87,13 @@ class LLMError(Exception):
         self.attempts = attempts
 
 
-_clients: dict[tuple, openai.OpenAI] = {}
+_clients: dict[tuple, "openai.OpenAI"] = {}
 _clients_lock = threading.Lock()
 
 
-def client_for(endpoint: Endpoint) -> openai.OpenAI:
+def client_for(endpoint: Endpoint) -> "openai.OpenAI":
+    import openai
+
     key = (endpoint.base_url, endpoint.api_key(), endpoint.timeout)
     with _clients_lock:
         if key not in _clients:
@@ -117,7 +133,7 @@ class BackoffWait:
     def __init__(self, base: float = 1.0, cap: float = 60.0):
         self.base, self.cap = base, cap
 
-    def __call__(self, state: RetryCallState) -> float:
+    def __call__(self, state: "RetryCallState") -> float:
         error = state.outcome.exception() if state.outcome else None
         hinted = retry_after_seconds(error) if error else None
         if hinted is not None:
@@ -136,6 +152,9 @@ def chat(
     sleep=time.sleep,
 ) -> ChatResult:
     """One chat completion with retries; raises LLMError when it finally fails."""
+    import openai
+    from tenacity import Retrying, retry_if_exception, stop_after_attempt
+
     request = {**endpoint.params, **(params or {})}
     try:
         egress.check_url(endpoint.base_url)
@@ -143,7 +162,7 @@ def chat(
         raise LLMError(f"endpoint refused: {error}", False) from error
     client = client_for(endpoint)
     retrying = Retrying(
-        retry=retry_if_exception(lambda e: isinstance(e, RETRYABLE)),
+        retry=retry_if_exception(lambda e: isinstance(e, retryable())),
         stop=stop_after_attempt(max_attempts),
         wait=backoff or BackoffWait(),
         sleep=sleep,
@@ -163,7 +182,7 @@ def chat(
         raise LLMError(f"endpoint refused: {error}", False, None, attempts) from error
     except openai.APIStatusError as error:
         raise _status_error(error, attempts) from error
-    except RETRYABLE as error:
+    except retryable() as error:
         raise LLMError(f"{type(error).__name__}: {_short(error)}", True, None, attempts) from error
     except openai.OpenAIError as error:
         raise LLMError(f"{type(error).__name__}: {_short(error)}", False, None, attempts) from error
@@ -181,7 +200,7 @@ def chat(
     )
 
 
-def _status_error(error: openai.APIStatusError, attempts: int) -> LLMError:
+def _status_error(error: "openai.APIStatusError", attempts: int) -> LLMError:
     """The LLMError for an HTTP error answer; a redirect says where to (it is not followed)."""
     if 300 <= error.status_code < 400:
         where = error.response.headers.get("location", "")
@@ -194,7 +213,7 @@ def _status_error(error: openai.APIStatusError, attempts: int) -> LLMError:
         )
     return LLMError(
         f"HTTP {error.status_code}: {_short(error)}",
-        isinstance(error, RETRYABLE),
+        isinstance(error, retryable()),
         error.status_code,
         attempts,
     )

@@ -17,7 +17,7 @@ from scoring.calibration import fitting
 from scoring.judges import judging
 from scoring.judges.imports import JudgeImportFailed, import_verdicts
 from scoring.metrics import jobs as metric_jobs
-from scoring.metrics.features import FeatureError
+from scoring.metrics.catalogue import FeatureError
 from scoring.models import JudgeConfig, JudgeRun, Release
 from scoring.releases import service as releases
 

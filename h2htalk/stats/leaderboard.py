@@ -31,11 +31,9 @@ from scipy import sparse
 from scipy.special import expit
 from scipy.stats import spearmanr
 
+from . import LEVEL, N_BOOT, ppi
 from . import bradley_terry as bt
-from . import ppi
 
-LEVEL = 0.95
-N_BOOT = 1000
 DENSE_LIMIT = 25_000_000  # scenario × pair cells held densely for the scenario bootstrap
 BATCH = 100  # bootstrap draws per matrix product and batched fit
 MAX_STEP = 1.0  # largest change of a log-strength per Newton step in fit_batch

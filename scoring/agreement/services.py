@@ -1,7 +1,12 @@
 """Agreement reports for a campaign: the database side (judgments → DataFrame, caching);
-the statistics themselves are in h2htalk.stats.agreement."""
+the statistics themselves are in h2htalk.stats.agreement.
 
-import pandas as pd
+The pages import this module for the cached report; pandas and the statistics are imported by
+the functions that compute one, so a page (and every command) starts without them.
+"""
+
+from typing import TYPE_CHECKING
+
 from django.contrib import messages
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Max, Q
@@ -9,13 +14,10 @@ from django.db.models import Count, Max, Q
 from annotation import exclusions
 from annotation.models import Campaign, Judgment
 from h2htalk.models import Job
-from h2htalk.stats.agreement.aggregation import aggregate_labels
-from h2htalk.stats.agreement.annotators import annotator_report
-from h2htalk.stats.agreement.coefficients import pairwise_agreement
-from h2htalk.stats.agreement.labels import expand_ratings, rating_dimension_labels, rating_matrix
-from h2htalk.stats.agreement.reliability import label_agreement
-from h2htalk.stats.leaderboard import json_safe
 from scoring.models import AgreementReport
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 MIN_UNITS_FOR_ALPHA = 5
 # α with its 95% interval and units, in the order h2htalk.stats.agreement.label_agreement reports
@@ -61,7 +63,11 @@ def fingerprint(campaign: Campaign) -> str:
     return judgment_state(campaign) + (f":x{excluded}" if excluded else "")
 
 
-def judgments_frame(campaign: Campaign) -> pd.DataFrame:
+def judgments_frame(campaign: Campaign) -> "pd.DataFrame":
+    import pandas as pd
+
+    from h2htalk.stats.agreement.labels import expand_ratings
+
     rows = Judgment.objects.filter(comparison__campaign=campaign).values_list(
         "comparison_id",
         "annotator__username",
@@ -102,7 +108,10 @@ def judgments_frame(campaign: Campaign) -> pd.DataFrame:
     return expand_ratings(frame)
 
 
-def _alpha_rows(frame: pd.DataFrame, group: str | None, n_boot: int, seed: int) -> list[dict]:
+def _alpha_rows(frame: "pd.DataFrame", group: str | None, n_boot: int, seed: int) -> list[dict]:
+    from h2htalk.stats.agreement.labels import rating_dimension_labels
+    from h2htalk.stats.agreement.reliability import label_agreement
+
     regular = frame[~frame["is_gold"]]
     groups = [("overall", regular)] if group is None else list(regular.groupby(group))
     rows = []
@@ -123,6 +132,8 @@ def compute_report(campaign: Campaign, n_boot: int = 1000, seed: int = 0, progre
     annotators excluded from the campaign (annotation.exclusions); the annotator table covers
     everyone, so an excluded annotator's flags stay visible (and clearing them is a choice made
     with the evidence in view)."""
+    from h2htalk.stats.leaderboard import json_safe
+
     everyone = judgments_frame(campaign)
     excluded = exclusions.summary(campaign)
     left_out = {row["annotator"] for row in excluded}
@@ -165,7 +176,9 @@ def compute_report(campaign: Campaign, n_boot: int = 1000, seed: int = 0, progre
     return json_safe(report)
 
 
-def _annotators(frame: pd.DataFrame, excluded=frozenset()) -> list[dict]:
+def _annotators(frame: "pd.DataFrame", excluded=frozenset()) -> list[dict]:
+    from h2htalk.stats.agreement.annotators import annotator_report
+
     table = annotator_report(frame)
     return [
         {"annotator": name, **row.to_dict(), "excluded": name in excluded}
@@ -173,7 +186,10 @@ def _annotators(frame: pd.DataFrame, excluded=frozenset()) -> list[dict]:
     ]
 
 
-def _heatmap(frame: pd.DataFrame) -> dict:
+def _heatmap(frame: "pd.DataFrame") -> dict:
+    from h2htalk.stats.agreement.coefficients import pairwise_agreement
+    from h2htalk.stats.agreement.labels import rating_matrix
+
     if frame.empty:  # every annotator excluded
         return {"annotators": [], "share": [], "shared": []}
     matrix = rating_matrix(frame[~frame["is_gold"]], "winner3")
@@ -185,7 +201,9 @@ def _heatmap(frame: pd.DataFrame) -> dict:
     }
 
 
-def _aggregation(frame: pd.DataFrame) -> dict | None:
+def _aggregation(frame: "pd.DataFrame") -> dict | None:
+    from h2htalk.stats.agreement.aggregation import aggregate_labels
+
     regular = frame[~frame["is_gold"]]
     if regular["comparison"].nunique() < MIN_UNITS_FOR_ALPHA:
         return None
@@ -210,6 +228,8 @@ def annotator_flags(campaign: Campaign) -> list[dict]:
     )
     if stored is not None:
         return stored.data["annotators"]
+    from h2htalk.stats.leaderboard import json_safe
+
     everyone = judgments_frame(campaign)
     if everyone.empty:
         return []

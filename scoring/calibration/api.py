@@ -19,13 +19,11 @@ from scenarios.models import Response as CompanionResponse
 from scoring import tasks
 from scoring.calibration import fitting, routing
 from scoring.calibration.access import judge_or_404, visible_judges
-from scoring.calibration.document import NAME_LENGTH, DocumentError
+from scoring.calibration.document import DEFAULT_FOLDS, FOLD_CHOICES, NAME_LENGTH, DocumentError
 from scoring.calibration.forms import MAX_DOCUMENT_BYTES
-from scoring.calibration.heldout import DEFAULT_FOLDS, FOLD_CHOICES
-from scoring.calibration.prediction import score_pairs
 from scoring.calibration.report import heldout_judges, worse_than_composite
 from scoring.calibration.versions import import_document
-from scoring.metrics import features as feature_data
+from scoring.metrics import catalogue
 from scoring.metrics import jobs as metric_jobs
 from scoring.models import JudgeConfig
 
@@ -92,7 +90,7 @@ class FitRequestSerializer(serializers.Serializer):
         required=False, allow_null=True, help_text="JudgeConfig id; omit for metrics only."
     )
     features = serializers.ListField(
-        child=serializers.ChoiceField(choices=feature_data.ALL_FEATURES),
+        child=serializers.ChoiceField(choices=catalogue.ALL_FEATURES),
         required=False,
         help_text="Default: every metric except the embedding, log_length, the judge's features.",
     )
@@ -141,10 +139,10 @@ class CalibratedJudgeList(APIView):
         campaign = _found(managed_campaigns(request.user), data["campaign"], "campaign")
         judge = _found(JudgeConfig.objects, data["judge"], "judge") if data.get("judge") else None
         try:
-            chosen = feature_data.check_features(
-                data.get("features") or feature_data.default_features(judge), judge
+            chosen = catalogue.check_features(
+                data.get("features") or catalogue.default_features(judge), judge
             )
-        except feature_data.FeatureError as error:
+        except catalogue.FeatureError as error:
             raise BadRequest(str(error)) from error
         arguments = {
             "judge": judge,
@@ -161,7 +159,7 @@ class CalibratedJudgeList(APIView):
             )
         try:
             calibrated = fitting.fit(campaign, user=request.user, **arguments)
-        except feature_data.FeatureError as error:
+        except catalogue.FeatureError as error:
             raise BadRequest(str(error)) from error
         return Response(CalibratedJudgeSerializer(calibrated).data, status=status.HTTP_201_CREATED)
 
@@ -207,6 +205,8 @@ class CalibratedJudgeScore(APIView):
         responses={200: ScoreAnswerSerializer, 400: ErrorSerializer},
     )
     def get(self, request, pk: int):
+        from scoring.calibration.prediction import score_pairs  # numpy, scipy: not at start-up
+
         judge = judge_or_404(request.user, pk)
         pairs = _pairs(request.query_params.getlist("pair"))
         scored = []

@@ -5,7 +5,7 @@ comparing two documents."""
 import json
 import math
 
-from scoring.metrics import features as feature_data
+from scoring.metrics import catalogue
 from scoring.models import CalibratedJudge, JudgeConfig
 
 SCHEMA = "h2htalk.calibrated-judge/1"
@@ -15,6 +15,9 @@ MAX_VERSION = 2**31 - 1  # the database column's range
 
 
 MAX_DEPTH = 64  # nesting of a document
+# folds of the nested cross-validation by scenario whose held-out numbers a document carries
+DEFAULT_FOLDS = 5
+FOLD_CHOICES = (2, 10)  # the fewest and most folds a fit may ask for
 
 
 MODEL_TEXT = (
@@ -86,7 +89,7 @@ def validate_document(document) -> dict:
     names = document.get("features")
     if not isinstance(names, list) or not all(isinstance(f, str) for f in names):
         raise DocumentError("features must be a list of feature names")
-    unknown = [f for f in names if f not in feature_data.ALL_FEATURES]
+    unknown = [f for f in names if f not in catalogue.ALL_FEATURES]
     if unknown:
         raise DocumentError(f"unknown feature(s): {', '.join(unknown)}")
     if len(set(names)) != len(names):
@@ -106,12 +109,12 @@ def validate_document(document) -> dict:
             raise DocumentError("judge must be null or an object with config and mode")
         if judge.get("mode") not in JudgeConfig.Mode.values:
             raise DocumentError(f"judge.mode must be one of {JudgeConfig.Mode.values}")
-    allowed = set(feature_data.METRIC_FEATURES + feature_data.LENGTH_FEATURES)
+    allowed = set(catalogue.METRIC_FEATURES + catalogue.LENGTH_FEATURES)
     if judge is not None:
         allowed |= set(
-            feature_data.RUBRIC_FEATURES
+            catalogue.RUBRIC_FEATURES
             if judge["mode"] == JudgeConfig.Mode.SINGLE
-            else feature_data.PAIRWISE_FEATURES
+            else catalogue.PAIRWISE_FEATURES
         )
     wrong = [f for f in names if f not in allowed]
     if wrong:

@@ -1,15 +1,13 @@
 """Fitting a calibrated judge to a campaign's human judgments: inline, or as a background job
-when the campaign is large."""
+when the campaign is large. The feature table and the fit (pandas, scipy, scikit-learn) are
+imported by `fit`, so the pages that import this module start without them."""
 
 from annotation.models import Campaign
 from h2htalk import jobs
 from h2htalk.models import Job
 from h2htalk.roles import ADMIN, user_roles
-from scoring.calibration.document import NAME_LENGTH
-from scoring.calibration.heldout import DEFAULT_FOLDS
-from scoring.calibration.services import build_document
+from scoring.calibration.document import DEFAULT_FOLDS, NAME_LENGTH
 from scoring.calibration.versions import store_new_version
-from scoring.metrics import features as feature_data
 from scoring.metrics import jobs as metric_jobs
 from scoring.models import CalibratedJudge, JudgeConfig
 
@@ -57,6 +55,9 @@ def fit(
     Steps: reference metrics for responses that lack them; the comparison table
     (scoring.metrics.features); then `build_document`; then the next version of the name.
     """
+    from scoring.calibration.services import build_document
+    from scoring.metrics import features as feature_data
+
     if progress:
         progress(0, 1, "reference metrics of responses that lack them")
     metric_jobs.compute(metric_jobs.campaign_responses(campaign))

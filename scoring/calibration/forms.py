@@ -9,17 +9,22 @@ from annotation.access import managed_campaigns
 from annotation.models import Campaign
 from scoring.calibration import routing
 from scoring.calibration.access import visible_judges
-from scoring.calibration.document import NAME_LENGTH, DocumentError, validate_document
-from scoring.calibration.heldout import DEFAULT_FOLDS, FOLD_CHOICES
-from scoring.metrics import features as feature_data
+from scoring.calibration.document import (
+    DEFAULT_FOLDS,
+    FOLD_CHOICES,
+    NAME_LENGTH,
+    DocumentError,
+    validate_document,
+)
+from scoring.metrics import catalogue
 from scoring.models import JudgeConfig
 
 MAX_DOCUMENT_BYTES = 2 * 1024 * 1024
 FEATURE_GROUPS = [
-    ("Reference metrics", feature_data.METRIC_FEATURES),
-    ("Length", feature_data.LENGTH_FEATURES),
-    ("LLM judge, single-answer rubric (needs a single-mode judge)", feature_data.RUBRIC_FEATURES),
-    ("LLM judge, pairwise (needs a pairwise judge)", feature_data.PAIRWISE_FEATURES),
+    ("Reference metrics", catalogue.METRIC_FEATURES),
+    ("Length", catalogue.LENGTH_FEATURES),
+    ("LLM judge, single-answer rubric (needs a single-mode judge)", catalogue.RUBRIC_FEATURES),
+    ("LLM judge, pairwise (needs a pairwise judge)", catalogue.PAIRWISE_FEATURES),
 ]
 
 
@@ -37,7 +42,7 @@ class CalibrationForm(forms.Form):
     )
     features = forms.MultipleChoiceField(
         choices=[
-            (group, [(f, f"{f} ({feature_data.LABELS[f]})") for f in names])
+            (group, [(f, f"{f} ({catalogue.LABELS[f]})") for f in names])
             for group, names in FEATURE_GROUPS
         ],
         required=False,
@@ -66,10 +71,10 @@ class CalibrationForm(forms.Form):
     def clean(self):
         cleaned = super().clean()
         judge = cleaned.get("judge")
-        chosen = cleaned.get("features") or feature_data.default_features(judge)
+        chosen = cleaned.get("features") or catalogue.default_features(judge)
         try:
-            cleaned["features"] = feature_data.check_features(chosen, judge)
-        except feature_data.FeatureError as error:
+            cleaned["features"] = catalogue.check_features(chosen, judge)
+        except catalogue.FeatureError as error:
             self.add_error("features", str(error))
         campaign = cleaned.get("campaign")
         if campaign is not None:

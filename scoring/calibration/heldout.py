@@ -10,8 +10,6 @@ from h2htalk.stats.calibration.cross_validation import CVResult, cross_validate,
 from h2htalk.stats.leaderboard import json_safe
 from scenarios.models import CompanionModel
 
-DEFAULT_FOLDS = 5
-FOLD_CHOICES = (2, 10)  # the fewest and most folds a fit may ask for
 BOOTSTRAP_BOOKKEEPING = ("n_pairable", "n_boot", "fleiss_units")  # not in a document
 
 

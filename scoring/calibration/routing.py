@@ -17,11 +17,14 @@ The new campaign copies the source's guidelines, k, lease, runs and scenario fil
 companions of the routed comparisons, starts as a draft with no annotators, and holds exactly
 the routed comparisons (same scenario and responses, new Comparison rows). Its description says
 why they were chosen. Its pairing is "fixed", so a rebuild never adds or removes comparisons.
+
+numpy and the scoring of candidates are imported by `plan`'s steps, so the pages that import
+this module for its choices start without them.
 """
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
 from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
 
@@ -29,10 +32,11 @@ from annotation.models import Campaign, Comparison, Judgment
 from scenarios.models import Response
 from scoring.calibration.access import visible_judges
 from scoring.calibration.document import DocumentError
-from scoring.calibration.prediction import score_pairs
-from scoring.metrics import features as feature_data
 from scoring.metrics import jobs as metric_jobs
 from scoring.models import CalibratedJudge
+
+if TYPE_CHECKING:
+    import numpy as np
 
 UNCERTAIN, COMPOSITE = "uncertain", "composite"
 MODES = [
@@ -90,6 +94,8 @@ def plan(
     exclude_judged: bool = True,
 ) -> Plan:
     """Which candidates of `source` go to humans under `mode`, in routing order, and why."""
+    import numpy as np
+
     rows = candidates(source, exclude_judged)
     listed = list(rows.values_list("pk", "response_a_id", "response_b_id"))
     if not listed:
@@ -117,9 +123,13 @@ def plan(
     )
 
 
-def _least_confident(source: Campaign, judge, ids: np.ndarray, pairs, count: int):
+def _least_confident(source: Campaign, judge, ids: "np.ndarray", pairs, count: int):
     """(chosen ids, their p, unscored candidates, reason) of the "uncertain" mode: the `count`
     with the smallest |p − ½|, ties broken by comparison id."""
+    import numpy as np
+
+    from scoring.calibration.prediction import score_pairs
+
     if judge is None:
         raise RoutingError("choose the calibrated judge whose confidence decides")
     try:
@@ -142,9 +152,13 @@ def _least_confident(source: Campaign, judge, ids: np.ndarray, pairs, count: int
     return chosen, values, int((~scored).sum()), reason
 
 
-def _low_composite(source: Campaign, threshold, ids: np.ndarray, pairs, count: int):
+def _low_composite(source: Campaign, threshold, ids: "np.ndarray", pairs, count: int):
     """(chosen ids, their lower composite, unscored candidates, reason) of the "composite"
     mode: the lower composite of the two responses below `threshold`, lowest first."""
+    import numpy as np
+
+    from scoring.metrics import features as feature_data
+
     if threshold is None:
         raise RoutingError("give the composite threshold")
     sides = feature_data.side_features(pairs, None)

@@ -20,9 +20,15 @@ from h2htalk.stats.calibration.data import design_matrix, fingerprint, votes_of
 from h2htalk.stats.calibration.metrics import choose_tie_band
 from h2htalk.stats.calibration.model import C_GRID, fit_model, fit_slope
 from h2htalk.stats.leaderboard import json_safe
-from scoring.calibration.document import MODEL_TEXT, NAME_LENGTH, SCHEMA, validate_document
-from scoring.calibration.heldout import DEFAULT_FOLDS, heldout_validation, human_agreement
-from scoring.metrics import features as feature_data
+from scoring.calibration.document import (
+    DEFAULT_FOLDS,
+    MODEL_TEXT,
+    NAME_LENGTH,
+    SCHEMA,
+    validate_document,
+)
+from scoring.calibration.heldout import heldout_validation, human_agreement
+from scoring.metrics import catalogue
 from scoring.models import JudgeConfig
 
 MIN_COMPARISONS = 10  # fewer comparisons with judgments and features are too few to fit
@@ -70,7 +76,7 @@ def build_document(
         "code_version": code_version(),
         "model": MODEL_TEXT,
         "features": list(features),
-        "feature_labels": {f: feature_data.LABELS.get(f, f) for f in features},
+        "feature_labels": {f: catalogue.LABELS.get(f, f) for f in features},
         **final_model,
         "training": _training_fields(frame, judgments, campaign, left_out),
         "composite": _composite_fields(frame, composite_note, "composite" in result.judges),
@@ -87,11 +93,11 @@ def build_document(
 def _check_enough(frame: pd.DataFrame) -> None:
     """FeatureError (said on the page) when the table is too small to cross-validate."""
     if frame["scenario"].nunique() < 2:
-        raise feature_data.FeatureError(
+        raise catalogue.FeatureError(
             "cross-validation by scenario needs comparisons from at least two scenarios"
         )
     if len(frame) < MIN_COMPARISONS:
-        raise feature_data.FeatureError(
+        raise catalogue.FeatureError(
             f"only {len(frame)} comparison(s) with human judgments and features: too few to fit"
         )
 

@@ -18,7 +18,7 @@ from scoring import charts, tasks
 from scoring.calibration import access, fitting, report, routing, versions
 from scoring.calibration.document import DocumentError, download_filename, export_json
 from scoring.calibration.forms import CalibrationForm, ImportForm, MetricsForm, RoutingForm
-from scoring.metrics import features as feature_data
+from scoring.metrics import catalogue
 from scoring.tasks import queue_metrics_job
 
 
@@ -53,7 +53,7 @@ def calibration_create(request):
             return redirect(f"{reverse('calibration:list')}#job-{job.pk}")
         try:
             judge = fitting.fit(campaign, user=request.user, **arguments)
-        except feature_data.FeatureError as error:
+        except catalogue.FeatureError as error:
             form.add_error(None, str(error))
         else:
             messages.success(request, f"{judge} fitted.")

@@ -10,19 +10,25 @@ parsed (`strict` / `fallback`), unparseable (`failed`, with the reason in `error
 that failed after the client's retries (`error`). Resuming redoes only items without a verdict
 and items whose request failed; an unparseable output is the judge's answer and stays (it is
 counted, and shown with its raw output).
+
+pandas and the bias statistics are imported by the bias report, their only user: the judge
+pages and the run engine import this module and start without them.
 """
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import pandas as pd
 from django.db.models import Avg, Count, FloatField, Q
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Length
 
 from h2htalk import llm, runner
 from scenarios.models import Response
-from scoring.judges import bias, parsing, prompts
+from scoring.judges import parsing, prompts
 from scoring.models import JudgeConfig, JudgeRun, JudgeVerdict
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 Parse = JudgeVerdict.Parse
 ACTIVE = (JudgeRun.State.QUEUED, JudgeRun.State.RUNNING)
@@ -313,12 +319,14 @@ def pairwise_summary(run: JudgeRun) -> list[dict]:
     return sorted(table.values(), key=lambda e: (-(e["win_rate"] or 0), e["companion"]))
 
 
-def verdict_frames(config: JudgeConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
+def verdict_frames(config: JudgeConfig) -> "tuple[pd.DataFrame, pd.DataFrame]":
     """Parsed verdicts of a judge configuration (every run of it, imported ones too).
 
     pairwise: run, first, second, sample, winner, first_len, second_len;
     single: run, response, sample, overall, length (characters).
     """
+    import pandas as pd
+
     verdicts = JudgeVerdict.objects.filter(run__judge=config, parse__in=PARSED)
     pairwise_rows = (
         verdicts.filter(first__isnull=False)
@@ -349,6 +357,8 @@ def verdict_frames(config: JudgeConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
 def bias_report(config: JudgeConfig) -> dict:
     """Position-flip rate, first-position preference, longer-response preference and the
     score–length correlation of one judge configuration, with the counts of its verdicts."""
+    from scoring.judges import bias
+
     pairwise, single = verdict_frames(config)
     report = bias.report(pairwise, single)
     counts = dict.fromkeys(Parse.values, 0)

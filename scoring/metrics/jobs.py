@@ -6,6 +6,9 @@ scoring.metrics.reference (ROUGE-1/2/L, BLEU-1…4, lengths), plus the embedding
 (scoring.metrics.composite.EMBEDDING_BACKENDS, default none), and the paper's composite of those
 (renormalised over the terms present; MetricScore.composite_note says which). Values that are
 not finite (the length ratio of an empty reference) are stored as null.
+
+The metric modules (jieba, numpy) are imported by the functions that score, not with this
+module, which the calibration and release pages import for the queries below.
 """
 
 import math
@@ -16,8 +19,6 @@ from django.utils import timezone
 
 from annotation.models import Campaign, Comparison
 from scenarios.models import Response
-from scoring.metrics import composite as paper
-from scoring.metrics import reference as metrics
 from scoring.models import MetricScore
 
 KIND = "compute_metrics"
@@ -42,6 +43,8 @@ def missing(responses: QuerySet) -> QuerySet:
 
 
 def _values(scores: dict, text: str, reference: str, embedding: str) -> tuple[dict, str]:
+    from scoring.metrics import composite as paper
+
     values = dict(scores)
     values.update(paper.embedding_features(text, reference, embedding))
     result = paper.composite(values)
@@ -64,6 +67,9 @@ def compute(
 
     Batches of BATCH responses, each written in one statement (an upsert on the response).
     """
+    from scoring.metrics import composite as paper
+    from scoring.metrics import reference as metrics
+
     if embedding not in paper.EMBEDDING_BACKENDS:
         raise ValueError(f"unknown embedding backend {embedding!r}")
     todo = scorable(responses) if recompute else missing(responses)

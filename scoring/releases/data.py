@@ -11,10 +11,15 @@ from scoring.frames import chunks, finite_number
 from scoring.metrics import composite as paper
 from scoring.models import MetricScore, Release
 from scoring.releases.errors import ReleaseError
-from scoring.releases.freezing import LEVEL, exclusion_note, exclusion_summary, other_text_note
+from scoring.releases.freezing import (
+    LEVEL,
+    NO_JUDGE,
+    exclusion_note,
+    exclusion_summary,
+    other_text_note,
+)
 
 PAIR_CHUNK = 50_000  # judge pairs scored at once
-NO_JUDGE = "no judge in this release"
 
 
 @dataclass

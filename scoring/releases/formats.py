@@ -7,8 +7,7 @@ from pathlib import Path
 
 from h2htalk import csvexport
 from scoring.models import Release
-from scoring.releases.data import NO_JUDGE
-from scoring.releases.freezing import LEVEL, exclusion_note, other_text_note
+from scoring.releases.freezing import LEVEL, NO_JUDGE, exclusion_note, other_text_note
 
 
 def fmt_number(value, digits: int = 0) -> str:

@@ -30,8 +30,8 @@ import hashlib
 from collections import defaultdict
 
 from annotation.models import AnnotatorExclusion, Comparison, Judgment
+from h2htalk import stats
 from h2htalk.provenance import canonical, sha256_text
-from h2htalk.stats import leaderboard as stats
 from scenarios.models import CompanionModel, Response, Scenario
 from scenarios.services import last_content_change
 from scoring.frames import chunks
@@ -40,6 +40,7 @@ from scoring.releases.errors import ReleaseError
 
 INPUTS_SCHEMA = "h2htalk.release-inputs/1"
 LEVEL = stats.LEVEL
+NO_JUDGE = "no judge in this release"
 RESPONSE_COLUMNS = ("id", "scenario", "companion", "text_sha256", "population")
 EXCLUSION_COLUMNS = ("annotator", "reason", "judgments")
 

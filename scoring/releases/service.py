@@ -18,14 +18,12 @@ from django.db.models import Q
 from django.utils import timezone
 
 from annotation.models import Judgment
+from h2htalk import stats
 from h2htalk.models import Job
 from h2htalk.params import parse_int
 from h2htalk.provenance import canonical, code_version, sha256_text
-from h2htalk.stats import leaderboard as stats
 from scoring.metrics import jobs as metric_jobs
 from scoring.models import CalibratedJudge, Release, ReleaseResult
-from scoring.releases.computing import compute_results
-from scoring.releases.data import load_data
 from scoring.releases.errors import InputsChanged, ReleaseError
 from scoring.releases.freezing import (
     candidate_responses,
@@ -136,7 +134,11 @@ def _fail(release: Release, message: str) -> None:
 
 
 def results_for(release: Release, progress=None) -> dict:
-    """Verify the frozen inputs against the database, then compute the numbers."""
+    """Verify the frozen inputs against the database, then compute the numbers (numpy, pandas
+    and scipy load here: the pages import this module)."""
+    from scoring.releases.computing import compute_results
+    from scoring.releases.data import load_data
+
     problems = verify(release)
     if problems:
         raise InputsChanged(problems)

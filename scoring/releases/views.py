@@ -15,9 +15,9 @@ from h2htalk.roles import RESEARCHER, role_required
 from scoring import tasks
 from scoring.models import Release, ReleaseResult
 from scoring.releases import access, formats, leaderboard
-from scoring.releases import data as release_data
 from scoring.releases import service as releases
 from scoring.releases.forms import ReleaseForm
+from scoring.releases.freezing import NO_JUDGE
 
 
 def _result(release: Release):
@@ -72,7 +72,7 @@ def release_create(request):
 @role_required(RESEARCHER)
 def release_detail(request, pk):
     release = access.release_or_404(request.user, pk)
-    context = {"release": release, "no_judge": release_data.NO_JUDGE}
+    context = {"release": release, "no_judge": NO_JUDGE}
     job = releases.running_job(release)
     if job:
         context["job"] = job

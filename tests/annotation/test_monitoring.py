@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 import pandas as pd
 import pytest
 
-from annotation import monitoring, queue
+from annotation import campaigns, monitoring, queue
 from annotation.models import Comparison
 from tests.annotation import factories
 
@@ -160,7 +160,7 @@ def test_overview_counts_coverage_from_the_database(researcher, django_user_mode
         queue.submit(rater, item.key, queue.Submission(-1))
     item = queue.next_assignment(raters[2], campaign)
     queue.submit(raters[2], item.key, queue.Submission(1))
-    overview = monitoring.campaign_overview(campaign)
+    overview = campaigns.campaign_overview(campaign)
     assert overview["regular"] == 5 and overview["gold"] == 1 and overview["gold_answered"] == 1
     # The queue finishes what is started: one comparison gets k = 2 votes, a second one 1.
     assert (overview["complete"], overview["partial"], overview["untouched"]) == (1, 1, 3)
