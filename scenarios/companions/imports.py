@@ -4,12 +4,13 @@ The formats and their readers are in scenarios.companions.import_formats.
 
 Benchmark scale is 4,650 scenarios × 50 companions, so the input is streamed twice and never
 held in memory: a preview pass validates and counts, and the write pass re-reads it inside one
-transaction, upserting in batches. Between and during the passes only small, fixed-size tables
-are kept: the (subtask, external id) → scenario lookup and, per companion, two arrays with one
-8-byte slot per scenario (where each scenario was first answered in this input, to report
-duplicates; and a 63-bit digest of the answer already stored in the run, to tell new, changed
-and unchanged rows apart). Every problem is reported with its file, line and field; if there is
-any, nothing is written.
+transaction, writing them set-based (scenarios.companions.writer: COPY on PostgreSQL, into
+the table or a staging table for one upsert). Between and during the passes only
+small, fixed-size tables are kept: the (subtask, external id) → scenario lookup and, per
+companion, arrays with one 8-byte slot per scenario (where each scenario was first answered in
+this input, to report duplicates; and, for the preview, a 63-bit digest of the answer already
+stored in the run, to tell new, changed and unchanged rows apart). Every problem is reported
+with its file, line and field; if there is any, nothing is written.
 """
 
 import hashlib
@@ -26,26 +27,14 @@ from django.utils import timezone
 from h2htalk import uploads
 from scenarios import validation
 from scenarios.companions.import_formats import READERS, FileState, Input, Item, ResponseError
+from scenarios.companions.writer import ResponseWriter
 from scenarios.importers import ImportFailed
 from scenarios.models import CompanionModel, GenerationRun, Response, Scenario
 
-BATCH = 2000  # responses per upsert (Django splits further where the backend needs it)
+BATCH = 2000  # responses staged at a time (one COPY on PostgreSQL)
 PROGRESS_EVERY = 2000  # lines between progress callbacks
 MAX_ERRORS = 1000  # errors kept in the report; error_count has them all
 MAX_COMPANIONS = 200  # per import: each costs 16 bytes per scenario of memory
-UNIQUE_FIELDS = ["run", "scenario", "companion"]
-UPDATE_FIELDS = [
-    "status",
-    "text",
-    "prompt_messages",
-    "latency_ms",
-    "prompt_tokens",
-    "completion_tokens",
-    "finish_reason",
-    "error",
-    "attempts",
-    "updated_at",
-]
 # What reading a member of a damaged or unsupported archive raises (a bad local header or CRC,
 # corrupt deflate data, a truncation, an unknown compression method, encryption).
 ARCHIVE_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError)
@@ -335,23 +324,13 @@ def build_response_plan(
     return ResponsePlan(report=report, source=source, run_name=run_name, fingerprint=fingerprint)
 
 
-def _write_batch(responses: list[Response]) -> None:
-    """Insert new responses and overwrite changed ones (one upsert on the unique key)."""
-    Response.objects.bulk_create(
-        responses,
-        batch_size=BATCH,
-        update_conflicts=True,
-        unique_fields=UNIQUE_FIELDS,
-        update_fields=UPDATE_FIELDS,
-    )
-
-
 def write_response_plan(
     plan: ResponsePlan, author=None, progress: Callable[[int], None] | None = None
 ) -> ResponseImportReport:
-    """The write pass: read the input again and upsert it, all in one transaction.
+    """The write pass: read the input again and write it set-based
+    (scenarios.companions.writer), all in one transaction.
 
-    The run is locked and its responses are reloaded inside the transaction, so the counts are
+    The run is locked and the counts are taken against it inside the transaction, so they are
     those of what was written even if the run changed since the preview. Anything wrong (a bad
     row, an input that changed since the preview, a database error) rolls everything back.
     """
@@ -361,31 +340,24 @@ def write_response_plan(
     with transaction.atomic():
         now = timezone.now()
         run = _run_to_write(plan, author, now)
-        index = _Index()
-        index.load_existing(run.pk)
-        upsert = _Upsert(
-            run, index, ResponseImportReport(report.filename, report.format, report.run)
-        )
-        written = upsert.report
-        fingerprint = _scan(plan.source, written, index, upsert.emit, progress)
+        index = _Index()  # (no stored digests: the database compares the rows)
+        written = ResponseImportReport(report.filename, report.format, report.run)
+        batch = _Batch(ResponseWriter(run, now), index, written)
+        fingerprint = _scan(plan.source, written, index, batch.emit, progress)
         if fingerprint != plan.fingerprint and written.ok:
             written.add_error(0, "(file)", "the input changed since it was checked; check it again")
         if not written.ok:
             report.error_count, report.errors = written.error_count, written.errors
             raise ResponseImportFailed(report)
-        upsert.flush()
-        _link(run, index, upsert.touched)
-        if written.created or written.updated:
+        batch.flush()
+        report.created, report.updated, report.unchanged = batch.writer.finish()
+        run.companions.add(*(index.companion_ids[name] for name in index.names))
+        if report.created or report.updated:
             GenerationRun.objects.filter(pk=run.pk).update(
                 finished_at=now,
-                message=f"imported from {report.filename}: {written.created} new, "
-                f"{written.updated} changed, {written.unchanged} unchanged",
+                message=f"imported from {report.filename}: {report.created} new, "
+                f"{report.updated} changed, {report.unchanged} unchanged",
             )
-    report.created, report.updated, report.unchanged = (
-        written.created,
-        written.updated,
-        written.unchanged,
-    )
     report.written = True
     return report
 
@@ -417,61 +389,40 @@ def _run_to_write(plan: ResponsePlan, author, now) -> GenerationRun:
     return run
 
 
-class _Upsert:
-    """Where the write pass's rows go: each is counted in `report`, its scenario marked in
-    `touched`, and a new or changed one upserted with the next batch of BATCH."""
+class _Batch:
+    """Where the write pass's rows go: each good row is written with the next batch of BATCH
+    (none once the pass has found an error: nothing will be kept)."""
 
-    def __init__(self, run: GenerationRun, index: _Index, report: ResponseImportReport):
-        self.run, self.index, self.report = run, index, report
-        self.touched = bytearray(len(index.scenario_ids))
-        self.batch: list[Response] = []
+    def __init__(self, writer: ResponseWriter, index: _Index, report: ResponseImportReport):
+        self.writer, self.index, self.report = writer, index, report
+        self.rows: list[tuple] = []
 
     def emit(self, kind, item: Item, scenario_slot, companion_slot, line) -> None:
         companion_id = self.index.companion_ids.get(item.companion)
         if companion_id is None:  # the input changed since the preview
             self.report.add_error(line, "companion", f"unknown companion {item.companion!r}")
             return
-        _tally(self.report, kind)
-        self.touched[scenario_slot] = 1
-        if kind == UNCHANGED:
+        if self.report.error_count:
             return
         prompt_tokens, completion_tokens, latency_ms, finish_reason = item.meta
-        self.batch.append(
-            Response(
-                run_id=self.run.pk,
-                scenario_id=self.index.scenario_ids[scenario_slot],
-                companion_id=companion_id,
-                status=Response.Status.OK,
-                text=item.text,
-                prompt_messages=[],
-                latency_ms=latency_ms,
-                prompt_tokens=prompt_tokens,
-                completion_tokens=completion_tokens,
-                finish_reason=finish_reason,
-                error="",
-                attempts=0,
+        self.rows.append(
+            (
+                self.index.scenario_ids[scenario_slot],
+                companion_id,
+                item.text,
+                latency_ms,
+                prompt_tokens,
+                completion_tokens,
+                finish_reason,
             )
         )
-        if len(self.batch) >= BATCH:
+        if len(self.rows) >= BATCH:
             self.flush()
 
     def flush(self) -> None:
-        if self.batch:
-            _write_batch(self.batch)
-            self.batch.clear()
-
-
-def _link(run: GenerationRun, index: _Index, touched: bytearray) -> None:
-    """Record the run's scenarios and companions (its M2M fields), as generated runs have them."""
-    companions = [index.companion_ids[name] for name in index.names]
-    run.companions.add(*companions)
-    Through = GenerationRun.scenarios.through
-    ids = [pk for pk, hit in zip(index.scenario_ids, touched, strict=True) if hit]
-    for start in range(0, len(ids), BATCH):
-        Through.objects.bulk_create(
-            [Through(generationrun_id=run.pk, scenario_id=pk) for pk in ids[start : start + BATCH]],
-            ignore_conflicts=True,
-        )
+        if self.rows:
+            self.writer.write(self.rows)
+            self.rows = []
 
 
 def import_responses(
