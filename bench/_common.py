@@ -66,6 +66,40 @@ def latency_row(
     }
 
 
+# ---------------------------------------------------------------- load and CPU
+
+
+def loadavg() -> str:
+    """/proc/loadavg's three load averages (the machine is shared: print them beside figures)."""
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "?"
+
+
+def backend_pid() -> int | None:
+    """The PostgreSQL server process of this Django connection (None on SQLite)."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        return cursor.fetchone()[0]
+
+
+def cpu_ms(pid: int | None = None) -> float:
+    """CPU time (user + system, ms) of a process from /proc (this one when pid is None); a
+    server process on another machine reads as 0."""
+    if pid is None:
+        return time.process_time() * 1000
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
 # ---------------------------------------------------------------- memory
 
 

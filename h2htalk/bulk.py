@@ -78,3 +78,33 @@ def db_datetime(value):
 def distinct_op() -> str:
     """The null-safe "differs" operator."""
     return "IS DISTINCT FROM" if connection.vendor == "postgresql" else "IS NOT"
+
+
+def _converter(field, now):
+    """How one model field's value goes into a row (as the ORM would store it)."""
+    from django.db import models
+
+    if isinstance(field, models.JSONField):
+        encoder = field.encoder
+        return lambda value: json.dumps(value, cls=encoder)
+    if isinstance(field, models.DateTimeField):
+        if field.auto_now or field.auto_now_add:
+            stamp = db_datetime(now)
+            return lambda value: stamp
+        return lambda value: None if value is None else db_datetime(value)
+    return None
+
+
+def insert_objects(model, objects: Sequence, now, with_pk: bool = False) -> None:
+    """Insert unsaved instances of a model: every concrete column (the primary key too when
+    with_pk: reserved with reserve_ids), auto_now and auto_now_add fields set to `now`."""
+    fields = [f for f in model._meta.concrete_fields if with_pk or not f.primary_key]
+    plan = [(field.attname, _converter(field, now)) for field in fields]
+    rows = (
+        tuple(
+            getattr(obj, name) if convert is None else convert(getattr(obj, name))
+            for name, convert in plan
+        )
+        for obj in objects
+    )
+    insert_rows(model, [field.column for field in fields], rows)

@@ -292,6 +292,25 @@ def _check_run(report: ResponseImportReport, run: GenerationRun | None) -> None:
         report.add_error(0, "run", message)
 
 
+def _new_report(source: Input, run_name: str | None) -> tuple[ResponseImportReport, str]:
+    """The report of an import into `run_name` (default: the file or directory name), with the
+    problems of the name itself; and the name ("" when no query can hold it)."""
+    run_name = (run_name or "").strip() or source.default_run_name()
+    report = ResponseImportReport(filename=source.filename, format=source.format, run=run_name)
+    if len(run_name) > 120:
+        report.add_error(0, "run", "the run name is longer than 120 characters")
+    try:
+        validation.clean_text(run_name, "run")
+    except validation.FieldError as error:  # NUL or a lone surrogate: no query can hold it
+        report.add_error(0, "run", f"the run name {error.message}")
+        run_name = ""
+    return report, run_name
+
+
+def _source(source, filename: str | None) -> Input:
+    return source if isinstance(source, Input) else Input(source, filename)
+
+
 def build_response_plan(
     source,
     run_name: str | None = None,
@@ -303,16 +322,8 @@ def build_response_plan(
     `source` is a path (directory, .zip, .jsonl) or a seekable binary stream whose `filename`
     says which (.zip or .jsonl). The default run name is the file or directory name.
     """
-    source = source if isinstance(source, Input) else Input(source, filename)
-    run_name = (run_name or "").strip() or source.default_run_name()
-    report = ResponseImportReport(filename=source.filename, format=source.format, run=run_name)
-    if len(run_name) > 120:
-        report.add_error(0, "run", "the run name is longer than 120 characters")
-    try:
-        validation.clean_text(run_name, "run")
-    except validation.FieldError as error:  # NUL or a lone surrogate: no query can hold it
-        report.add_error(0, "run", f"the run name {error.message}")
-        run_name = ""
+    source = _source(source, filename)
+    report, run_name = _new_report(source, run_name)
     run = GenerationRun.objects.filter(name=run_name).first() if run_name else None
     report.run_exists = run is not None
     _check_run(report, run)
@@ -327,11 +338,32 @@ def build_response_plan(
 def write_response_plan(
     plan: ResponsePlan, author=None, progress: Callable[[int], None] | None = None
 ) -> ResponseImportReport:
-    """The write pass: read the input again and write it set-based
-    (scenarios.companions.writer), all in one transaction.
+    """Write a previewed input: as write_responses, and refused (nothing written) if the input
+    is no longer the one the preview read."""
+    return _write(plan, author, progress)
+
+
+def write_responses(
+    source,
+    run_name: str | None = None,
+    author=None,
+    progress: Callable[[int], None] | None = None,
+    filename: str | None = None,
+) -> ResponseImportReport:
+    """Check and write in one pass, without a preview: what the preview would find wrong is
+    found on the way and rolls the write back, so the result is the same (all or nothing, the
+    same errors) for half the reading. Raises ResponseImportFailed when anything is bad."""
+    source = _source(source, filename)
+    report, run_name = _new_report(source, run_name)
+    return _write(ResponsePlan(report, source, run_name), author, progress)
+
+
+def _write(plan: ResponsePlan, author, progress) -> ResponseImportReport:
+    """The write pass: read the input and write it set-based (scenarios.companions.writer),
+    all in one transaction, creating the companions it names that do not exist yet.
 
     The run is locked and the counts are taken against it inside the transaction, so they are
-    those of what was written even if the run changed since the preview. Anything wrong (a bad
+    those of what was written even if the run changed since a preview. Anything wrong (a bad
     row, an input that changed since the preview, a database error) rolls everything back.
     """
     report = plan.report
@@ -341,13 +373,16 @@ def write_response_plan(
         now = timezone.now()
         run = _run_to_write(plan, author, now)
         index = _Index()  # (no stored digests: the database compares the rows)
-        written = ResponseImportReport(report.filename, report.format, report.run)
-        batch = _Batch(ResponseWriter(run, now), index, written)
-        fingerprint = _scan(plan.source, written, index, batch.emit, progress)
-        if fingerprint != plan.fingerprint and written.ok:
-            written.add_error(0, "(file)", "the input changed since it was checked; check it again")
-        if not written.ok:
-            report.error_count, report.errors = written.error_count, written.errors
+        scanned = ResponseImportReport(report.filename, report.format, report.run)
+        batch = _Batch(ResponseWriter(run, now), index, scanned)
+        fingerprint = _scan(plan.source, scanned, index, batch.emit, progress)
+        if plan.fingerprint and fingerprint != plan.fingerprint and scanned.ok:
+            scanned.add_error(0, "(file)", "the input changed since it was checked; check it again")
+        for name in ("files", "lines", "rows", "companions", "subtasks", "error_count", "errors"):
+            setattr(report, name, getattr(scanned, name))
+        report.new_companions = batch.new_companions
+        report.companions_created = len(batch.new_companions)
+        if not report.ok:
             raise ResponseImportFailed(report)
         batch.flush()
         report.created, report.updated, report.unchanged = batch.writer.finish()
@@ -363,9 +398,10 @@ def write_response_plan(
 
 
 def _run_to_write(plan: ResponsePlan, author, now) -> GenerationRun:
-    """The import run, locked (created if new), and the companions the preview found new."""
+    """The import run, locked (created if new)."""
     report = plan.report
     run = GenerationRun.objects.select_for_update().filter(name=plan.run_name).first()
+    report.run_exists = run is not None
     _check_run(report, run)
     if not report.ok:
         raise ResponseImportFailed(report)
@@ -378,32 +414,39 @@ def _run_to_write(plan: ResponsePlan, author, now) -> GenerationRun:
             started_at=now,
             finished_at=now,
         )
-    for name in report.new_companions:
-        CompanionModel.objects.get_or_create(
-            name=name,
-            defaults={
-                "provider": CompanionModel.Provider.IMPORTED,
-                "notes": f"created by the import of {report.filename} into run {run.name}",
-            },
-        )
     return run
 
 
 class _Batch:
     """Where the write pass's rows go: each good row is written with the next batch of BATCH
-    (none once the pass has found an error: nothing will be kept)."""
+    (none once the pass has found an error: nothing will be kept). A companion seen for the
+    first time is created."""
 
     def __init__(self, writer: ResponseWriter, index: _Index, report: ResponseImportReport):
         self.writer, self.index, self.report = writer, index, report
         self.rows: list[tuple] = []
+        self.new_companions: list[str] = []
+
+    def _companion_id(self, name: str) -> int:
+        companion, created = CompanionModel.objects.get_or_create(
+            name=name,
+            defaults={
+                "provider": CompanionModel.Provider.IMPORTED,
+                "notes": f"created by the import of {self.report.filename} into run "
+                f"{self.report.run}",
+            },
+        )
+        if created:
+            self.new_companions.append(name)
+        self.index.companion_ids[name] = companion.pk
+        return companion.pk
 
     def emit(self, kind, item: Item, scenario_slot, companion_slot, line) -> None:
-        companion_id = self.index.companion_ids.get(item.companion)
-        if companion_id is None:  # the input changed since the preview
-            self.report.add_error(line, "companion", f"unknown companion {item.companion!r}")
-            return
         if self.report.error_count:
             return
+        companion_id = self.index.companion_ids.get(item.companion)
+        if companion_id is None:
+            companion_id = self._companion_id(item.companion)
         prompt_tokens, completion_tokens, latency_ms, finish_reason = item.meta
         self.rows.append(
             (
@@ -433,8 +476,8 @@ def import_responses(
     progress: Callable[[int], None] | None = None,
     filename: str | None = None,
 ) -> ResponseImportReport:
-    """Preview and (unless dry_run) write. Raises ResponseImportFailed when anything is bad."""
-    plan = build_response_plan(source, run_name, filename=filename, progress=progress)
+    """Preview (dry_run) or write in one pass (write_responses). Raises ResponseImportFailed
+    when anything is bad."""
     if dry_run:
-        return plan.report
-    return write_response_plan(plan, author, progress=progress)
+        return build_response_plan(source, run_name, filename=filename, progress=progress).report
+    return write_responses(source, run_name, author, progress=progress, filename=filename)
