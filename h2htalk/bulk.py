@@ -12,7 +12,8 @@ hence the S608 exemptions.)
 """
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 
 from django.db import connection
 
@@ -24,18 +25,32 @@ def quoted(table) -> str:
     return connection.ops.quote_name(table._meta.db_table)
 
 
-def insert_rows(table, columns: Sequence[str], rows: Iterable[tuple]) -> None:
-    """Insert rows (tuples in `columns` order) into a model's table or a named table."""
+@contextmanager
+def inserter(table, columns: Sequence[str]) -> Iterator[Callable[[Iterable[tuple]], None]]:
+    """A function taking batches of rows (tuples in `columns` order) for a model's table or a
+    named table. PostgreSQL: all of them through one COPY, so the server stores rows while the
+    caller reads the next ones; SQLite: an executemany per batch. An exception inside aborts
+    the COPY (the caller's transaction then rolls back)."""
     names = ", ".join(connection.ops.quote_name(column) for column in columns)
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             with cursor.copy(f"COPY {quoted(table)} ({names}) FROM STDIN") as copy:
-                for row in rows:
-                    copy.write_row(row)
+
+                def write(rows: Iterable[tuple]) -> None:
+                    for row in rows:
+                        copy.write_row(row)
+
+                yield write
         else:
             marks = ", ".join(["%s"] * len(columns))
             statement = f"INSERT INTO {quoted(table)} ({names}) VALUES ({marks})"  # noqa: S608
-            cursor.executemany(statement, rows)
+            yield lambda rows: cursor.executemany(statement, rows)
+
+
+def insert_rows(table, columns: Sequence[str], rows: Iterable[tuple]) -> None:
+    """Insert rows (tuples in `columns` order) into a model's table or a named table."""
+    with inserter(table, columns) as write:
+        write(rows)
 
 
 def reserve_ids(model, count: int) -> list[int]:

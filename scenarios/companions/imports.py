@@ -374,18 +374,22 @@ def _write(plan: ResponsePlan, author, progress) -> ResponseImportReport:
         run = _run_to_write(plan, author, now)
         index = _Index()  # (no stored digests: the database compares the rows)
         scanned = ResponseImportReport(report.filename, report.format, report.run)
-        batch = _Batch(ResponseWriter(run, now), index, scanned)
-        fingerprint = _scan(plan.source, scanned, index, batch.emit, progress)
-        if plan.fingerprint and fingerprint != plan.fingerprint and scanned.ok:
-            scanned.add_error(0, "(file)", "the input changed since it was checked; check it again")
-        for name in ("files", "lines", "rows", "companions", "subtasks", "error_count", "errors"):
-            setattr(report, name, getattr(scanned, name))
-        report.new_companions = batch.new_companions
-        report.companions_created = len(batch.new_companions)
-        if not report.ok:
-            raise ResponseImportFailed(report)
-        batch.flush()
-        report.created, report.updated, report.unchanged = batch.writer.finish()
+        with ResponseWriter(run, now) as writer:
+            batch = _Batch(writer, index, scanned)
+            paused = (lambda n: (writer.pause(), progress(n))) if progress else None
+            fingerprint = _scan(plan.source, scanned, index, batch.emit, paused)
+            if plan.fingerprint and fingerprint != plan.fingerprint and scanned.ok:
+                message = "the input changed since it was checked; check it again"
+                scanned.add_error(0, "(file)", message)
+            for name in ("files", "lines", "rows", "companions", "subtasks", "error_count"):
+                setattr(report, name, getattr(scanned, name))
+            report.errors = scanned.errors
+            report.new_companions = batch.new_companions
+            report.companions_created = len(batch.new_companions)
+            if not report.ok:
+                raise ResponseImportFailed(report)
+            batch.flush()
+            report.created, report.updated, report.unchanged = writer.finish()
         run.companions.add(*(index.companion_ids[name] for name in index.names))
         if report.created or report.updated:
             GenerationRun.objects.filter(pk=run.pk).update(
@@ -428,6 +432,7 @@ class _Batch:
         self.new_companions: list[str] = []
 
     def _companion_id(self, name: str) -> int:
+        self.writer.pause()
         companion, created = CompanionModel.objects.get_or_create(
             name=name,
             defaults={

@@ -14,6 +14,8 @@ SQLite), inside the import's transaction and under its run's lock.
 Either way the counts (new, changed, unchanged) are those of what was written.
 """
 
+from contextlib import ExitStack
+
 from django.db import connection
 
 from h2htalk import bulk
@@ -57,30 +59,53 @@ def _changed(current: str, incoming: str) -> tuple[str, list]:
 
 
 class ResponseWriter:
-    """Takes the import's rows in batches (write), then puts them in place (finish)."""
+    """Takes the import's rows in batches (write), then puts them in place (finish). A context
+    manager: the batches go through one COPY, so the server stores rows while the next ones are
+    read, until pause() (the connection is needed for another query) or an exception (which
+    aborts it)."""
 
     def __init__(self, run: GenerationRun, now):
         self.run_id = run.pk
         self.stamp = bulk.db_datetime(now)
         self.direct = not Response.objects.filter(run_id=run.pk).exists()
         self.written = 0
+        self._copy = ExitStack()
+        self._write = None
+
+    def __enter__(self):
         if not self.direct:
             with connection.cursor() as cursor:
                 cursor.execute(f"DROP TABLE IF EXISTS {_staging()}")
                 cursor.execute(STAGING_DDL)
+        return self
+
+    def __exit__(self, *exc_info):
+        return self._copy.__exit__(*exc_info)
+
+    def pause(self) -> None:
+        """End the COPY in progress; the next write starts another."""
+        self._copy.close()
+        self._write = None
 
     def write(self, rows: list[tuple]) -> None:
         """Rows in COLUMNS order."""
+        if self._write is None:
+            table, columns = _staging(), COLUMNS
+            if self.direct:
+                table = Response
+                columns = ("run_id", *COLUMNS, *CONSTANT, "prompt_messages", "created_at")
+                columns += ("updated_at",)
+            self._write = self._copy.enter_context(bulk.inserter(table, columns))
         if self.direct:
-            columns = ("run_id", *COLUMNS, *CONSTANT, "prompt_messages", "created_at", "updated_at")
             rest = (*CONSTANT.values(), "[]", self.stamp, self.stamp)
-            bulk.insert_rows(Response, columns, ((self.run_id, *row, *rest) for row in rows))
+            self._write((self.run_id, *row, *rest) for row in rows)
         else:
-            bulk.insert_rows(_staging(), COLUMNS, rows)
+            self._write(rows)
         self.written += len(rows)
 
     def finish(self) -> tuple[int, int, int]:
         """Put the rows in place and record the run's scenarios; (new, changed, unchanged)."""
+        self.pause()
         counts = (self.written, 0, 0)
         if not self.direct:
             counts = self._counts()
