@@ -150,6 +150,56 @@ def measured(benchmark: str, fn: Callable, rows: int, notes: str = "") -> tuple[
     return row, value
 
 
+class Step:
+    """Times one step (a context manager): wall time, CPU of this process and of the server
+    process `server` (backend_pid), the resident peak (and its growth over the start: Linux
+    resets the mark through /proc/self/clear_refs) and the load average; row() is the result."""
+
+    def __init__(self, label: str, rows: int, server: int | None):
+        self.label, self.rows, self.server = label, rows, server
+
+    def __enter__(self):
+        self.rss_before = _status_mib("VmRSS") if _reset_peak() else None
+        self.cpu = cpu_ms(), cpu_ms(self.server)
+        self.start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc):
+        self.seconds = time.perf_counter() - self.start
+        self.client_ms = cpu_ms() - self.cpu[0]
+        self.server_ms = cpu_ms(self.server) - self.cpu[1]
+        peak = _peak_mib()
+        self.peak = peak
+        self.growth = None if self.rss_before is None or peak is None else peak - self.rss_before
+        self.load = loadavg()
+
+    def row(self, notes: str = "") -> dict:
+        rate = round(self.rows / self.seconds)
+        memory = (
+            f"peak RSS {self.peak:,.0f} MB (+{self.growth:,.1f})" if self.growth is not None else ""
+        )
+        cpu = f"CPU {self.client_ms:,.0f} ms here"
+        if self.server is not None:
+            cpu += f" + {self.server_ms:,.0f} ms server"
+        parts = [p for p in (notes, cpu, memory, f"load {self.load}") if p]
+        log(
+            f"{self.label}: {self.rows:,} rows in {self.seconds:.2f} s ({rate:,}/s); "
+            + "; ".join(parts)
+        )
+        return {
+            "benchmark": self.label,
+            "rows": self.rows,
+            "seconds": round(self.seconds, 3),
+            "rows_per_s": rate,
+            "cpu_ms": round(self.client_ms),
+            "server_cpu_ms": round(self.server_ms) if self.server is not None else None,
+            "peak_rss_mb": round(self.peak, 1) if self.peak is not None else None,
+            "peak_rss_growth_mb": round(self.growth, 1) if self.growth is not None else None,
+            "loadavg": self.load,
+            "notes": "; ".join(parts),
+        }
+
+
 def traced_peak_mib(fn: Callable) -> float:
     """tracemalloc's peak of Python and numpy allocations while fn runs (a second pass)."""
     tracemalloc.start()

@@ -23,10 +23,9 @@ BENCH_RESPONSE_SCENARIOS / BENCH_RESPONSE_COMPANIONS scale it down for a quick l
 import json
 import random
 import tempfile
-import time
 from pathlib import Path
 
-from bench._common import backend_pid, cpu_ms, env_int, loadavg, log
+from bench._common import Step, backend_pid, env_int, loadavg, log
 from bench.scenarios import generate
 
 PHRASES_ZH = [
@@ -84,73 +83,6 @@ def _write_responses(path: Path, keys, companions: int) -> int:
                 out.write(json.dumps(row, ensure_ascii=False) + "\n")
                 lines += 1
     return lines
-
-
-def _vm_hwm_mb() -> float | None:
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return None
-
-
-def _reset_hwm() -> float | None:
-    """Reset the resident high-water mark; returns the resident size now (MB)."""
-    try:
-        Path("/proc/self/clear_refs").write_text("5")
-    except OSError:
-        return None
-    return _vm_hwm_mb()
-
-
-class Step:
-    """Times one step: wall, CPU of this process and of the server process, load average."""
-
-    def __init__(self, label: str, rows: int, server: int | None):
-        self.label, self.rows, self.server = label, rows, server
-
-    def __enter__(self):
-        self.rss_before = _reset_hwm()
-        self.cpu = cpu_ms(), cpu_ms(self.server)
-        self.start = time.perf_counter()
-        return self
-
-    def __exit__(self, *exc):
-        self.seconds = time.perf_counter() - self.start
-        self.client_ms = cpu_ms() - self.cpu[0]
-        self.server_ms = cpu_ms(self.server) - self.cpu[1]
-        peak = _vm_hwm_mb()
-        self.peak = peak
-        self.growth = None if self.rss_before is None or peak is None else peak - self.rss_before
-        self.load = loadavg()
-
-    def row(self, notes: str = "") -> dict:
-        rate = round(self.rows / self.seconds)
-        memory = (
-            f"peak RSS {self.peak:,.0f} MB (+{self.growth:,.1f})" if self.growth is not None else ""
-        )
-        cpu = f"CPU {self.client_ms:,.0f} ms here"
-        if self.server is not None:
-            cpu += f" + {self.server_ms:,.0f} ms server"
-        parts = [p for p in (notes, cpu, memory, f"load {self.load}") if p]
-        log(
-            f"{self.label}: {self.rows:,} rows in {self.seconds:.2f} s ({rate:,}/s); "
-            + "; ".join(parts)
-        )
-        return {
-            "benchmark": self.label,
-            "rows": self.rows,
-            "seconds": round(self.seconds, 3),
-            "rows_per_s": rate,
-            "cpu_ms": round(self.client_ms),
-            "server_cpu_ms": round(self.server_ms) if self.server is not None else None,
-            "peak_rss_mb": round(self.peak, 1) if self.peak is not None else None,
-            "peak_rss_growth_mb": round(self.growth, 1) if self.growth is not None else None,
-            "loadavg": self.load,
-            "notes": "; ".join(parts),
-        }
 
 
 def _import(label: str, path: Path, lines: int, run: str, server, expect: tuple) -> dict:

@@ -100,8 +100,7 @@ def _converter(field, now):
     from django.db import models
 
     if isinstance(field, models.JSONField):
-        encoder = field.encoder
-        return lambda value: json.dumps(value, cls=encoder)
+        return (field.encoder or json.JSONEncoder)().encode  # (json.dumps(value, cls=…))
     if isinstance(field, models.DateTimeField):
         if field.auto_now or field.auto_now_add:
             stamp = db_datetime(now)
