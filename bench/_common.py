@@ -66,6 +66,40 @@ def latency_row(
     }
 
 
+# ---------------------------------------------------------------- load and CPU
+
+
+def loadavg() -> str:
+    """/proc/loadavg's three load averages (the machine is shared: print them beside figures)."""
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "?"
+
+
+def backend_pid() -> int | None:
+    """The PostgreSQL server process of this Django connection (None on SQLite)."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        return cursor.fetchone()[0]
+
+
+def cpu_ms(pid: int | None = None) -> float:
+    """CPU time (user + system, ms) of a process from /proc (this one when pid is None); a
+    server process on another machine reads as 0."""
+    if pid is None:
+        return time.process_time() * 1000
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
 # ---------------------------------------------------------------- memory
 
 
@@ -114,6 +148,56 @@ def measured(benchmark: str, fn: Callable, rows: int, notes: str = "") -> tuple[
     row["peak_growth_mib"] = round(peak - before, 1) if reset and before is not None else None
     row["notes"] = f"peak RSS {peak:,.0f} MiB ({scope})" + (f"; {notes}" if notes else "")
     return row, value
+
+
+class Step:
+    """Times one step (a context manager): wall time, CPU of this process and of the server
+    process `server` (backend_pid), the resident peak (and its growth over the start: Linux
+    resets the mark through /proc/self/clear_refs) and the load average; row() is the result."""
+
+    def __init__(self, label: str, rows: int, server: int | None):
+        self.label, self.rows, self.server = label, rows, server
+
+    def __enter__(self):
+        self.rss_before = _status_mib("VmRSS") if _reset_peak() else None
+        self.cpu = cpu_ms(), cpu_ms(self.server)
+        self.start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc):
+        self.seconds = time.perf_counter() - self.start
+        self.client_ms = cpu_ms() - self.cpu[0]
+        self.server_ms = cpu_ms(self.server) - self.cpu[1]
+        peak = _peak_mib()
+        self.peak = peak
+        self.growth = None if self.rss_before is None or peak is None else peak - self.rss_before
+        self.load = loadavg()
+
+    def row(self, notes: str = "") -> dict:
+        rate = round(self.rows / self.seconds)
+        memory = (
+            f"peak RSS {self.peak:,.0f} MB (+{self.growth:,.1f})" if self.growth is not None else ""
+        )
+        cpu = f"CPU {self.client_ms:,.0f} ms here"
+        if self.server is not None:
+            cpu += f" + {self.server_ms:,.0f} ms server"
+        parts = [p for p in (notes, cpu, memory, f"load {self.load}") if p]
+        log(
+            f"{self.label}: {self.rows:,} rows in {self.seconds:.2f} s ({rate:,}/s); "
+            + "; ".join(parts)
+        )
+        return {
+            "benchmark": self.label,
+            "rows": self.rows,
+            "seconds": round(self.seconds, 3),
+            "rows_per_s": rate,
+            "cpu_ms": round(self.client_ms),
+            "server_cpu_ms": round(self.server_ms) if self.server is not None else None,
+            "peak_rss_mb": round(self.peak, 1) if self.peak is not None else None,
+            "peak_rss_growth_mb": round(self.growth, 1) if self.growth is not None else None,
+            "loadavg": self.load,
+            "notes": "; ".join(parts),
+        }
 
 
 def traced_peak_mib(fn: Callable) -> float:

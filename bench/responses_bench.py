@@ -1,21 +1,31 @@
-"""Response import at benchmark scale: 4,650 scenarios × 50 companions = 232,500 responses.
+"""Response import at benchmark scale: 4,650 scenarios × 50 companions = 232,500 responses,
+against a raw COPY of the same rows, in one run.
 
 Writes a platform JSONL (one response per line, ~300 characters of mixed Chinese/English text)
-to a temporary folder, then times the preview pass (dry run), the write (one transaction,
-batched upserts) and a re-import of the same file (everything unchanged, nothing written).
-Peak memory is the process's resident high-water mark during each pass above what it held
-before (Linux: reset through /proc/self/clear_refs), so it shows that the file is streamed:
-compare it with the file size. BENCH_RESPONSE_SCENARIOS / BENCH_RESPONSE_COMPANIONS scale it
-down for a quick look.
+to a temporary folder, then, through `import_responses` (the service of the upload job and of
+`manage.py import_responses`: a preview pass, then the write pass in one transaction):
+
+1. a fifth of the file (10 companions) into a run of its own, then the whole file into a new
+   run, each with the resident peak above what the process held before (Linux: reset through
+   /proc/self/clear_refs): flat across the two sizes means the file is streamed;
+2. the same file again (everything unchanged: nothing written), and again with every tenth
+   text changed (the staging table and its upsert);
+3. the raw baseline: the rows just imported, as COPY text, copied (PostgreSQL COPY FROM STDIN)
+   into an empty table made `LIKE scenarios_response INCLUDING ALL` (same columns, defaults
+   and indexes, no foreign keys), and into the real table emptied (its foreign keys too).
+   SQLite has no COPY: there the baseline is one executemany of the same rows.
+
+Each row says its CPU time (this process, and the PostgreSQL server process of the connection)
+and the load average; the ratio row divides the import's rows/s by the baseline's.
+BENCH_RESPONSE_SCENARIOS / BENCH_RESPONSE_COMPANIONS scale it down for a quick look.
 """
 
 import json
 import random
 import tempfile
-import time
 from pathlib import Path
 
-from bench._common import env_int, log
+from bench._common import Step, backend_pid, env_int, loadavg, log
 from bench.scenarios import generate
 
 PHRASES_ZH = [
@@ -34,25 +44,6 @@ PHRASES_EN = [
     "Don't forget the 9 am meeting tomorrow, ",
     "we can break the plan into small steps together. ",
 ]
-
-
-def _vm_hwm_mb() -> float | None:
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return None
-
-
-def _reset_hwm() -> float | None:
-    """Reset the resident high-water mark; returns the resident size now (MB)."""
-    try:
-        Path("/proc/self/clear_refs").write_text("5")
-    except OSError:
-        return None
-    return _vm_hwm_mb()
 
 
 def _scenario_keys(count: int, workdir: Path) -> list[tuple[str, str]]:
@@ -94,54 +85,150 @@ def _write_responses(path: Path, keys, companions: int) -> int:
     return lines
 
 
-def _pass(label: str, path: Path, lines: int, size_mb: float, **kwargs) -> tuple[dict, object]:
+def _import(label: str, path: Path, lines: int, run: str, server, expect: tuple) -> dict:
     from scenarios.companions.imports import import_responses
 
-    before = _reset_hwm()
-    start = time.perf_counter()
-    report = import_responses(str(path), run_name="bench import", **kwargs)
-    seconds = time.perf_counter() - start
-    peak = _vm_hwm_mb()
-    growth = round(peak - before, 1) if before is not None and peak is not None else None
-    row = {
-        "benchmark": label,
-        "rows": report.rows,
-        "seconds": round(seconds, 2),
-        "rows_per_s": round(report.rows / seconds),
-        "peak_rss_growth_mb": growth,
-        "file_mb": round(size_mb, 1),
-        "notes": (
-            f"peak RSS +{growth} MB ({size_mb:.0f} MB file); {report.created} new, "
-            f"{report.updated} changed, {report.unchanged} unchanged"
-        ),
-    }
+    with Step(label, lines, server) as step:
+        report = import_responses(str(path), run_name=run)
     assert report.rows == lines and not report.error_count, (report.rows, report.errors[:3])
-    log(
-        f"{label}: {report.rows:,} rows in {seconds:.1f} s ({row['rows_per_s']:,}/s), "
-        f"peak RSS +{growth} MB for a {size_mb:.0f} MB file"
+    counts = (report.created, report.updated, report.unchanged)
+    assert counts == expect, (label, counts, expect)
+    size = path.stat().st_size / 1e6
+    return step.row(f"{size:.0f} MB file; {counts[0]} new, {counts[1]} changed, {counts[2]} same")
+
+
+def _empty_responses() -> None:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("TRUNCATE scenarios_response CASCADE")
+        else:
+            cursor.execute("DELETE FROM scenarios_response")
+
+
+COPY_COLUMNS = (
+    "run_id, scenario_id, companion_id, status, text, prompt_messages, latency_ms, "
+    "prompt_tokens, completion_tokens, finish_reason, error, attempts, created_at, updated_at"
+)
+
+
+def _raw_copy(label: str, table: str, source: Path, lines: int, server) -> dict:
+    """COPY the file (COPY text of the imported rows) into `table`, committed."""
+    from django.db import connection, transaction
+
+    statement = f"COPY {table} ({COPY_COLUMNS}) FROM STDIN"
+    with (
+        Step(label, lines, server) as step,
+        transaction.atomic(),
+        connection.cursor() as cursor,
+        cursor.copy(statement) as copy,
+        source.open("rb") as f,
+    ):
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            copy.write(chunk)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT COUNT(*) FROM {table}")  # noqa: S608 (the bench's own names)
+        assert cursor.fetchone()[0] == lines
+    return step.row(f"into {table}")
+
+
+def _baselines(workdir: Path, lines: int, server) -> list[dict]:
+    """The raw baseline(s) of the rows now in the response table (see the module docstring)."""
+    from django.db import connection, transaction
+
+    from h2htalk import bulk
+
+    if connection.vendor != "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT {COPY_COLUMNS} FROM scenarios_response ORDER BY id")  # noqa: S608
+            rows = cursor.fetchall()
+        _empty_responses()
+        label = "raw executemany into scenarios_response"
+        with Step(label, lines, server) as step, transaction.atomic():
+            bulk.insert_rows("scenarios_response", COPY_COLUMNS.split(", "), rows)
+        return [step.row("SQLite has no COPY")]
+    source = workdir / "responses.copy"
+    with connection.cursor() as cursor, source.open("wb") as out:
+        query = f"COPY (SELECT {COPY_COLUMNS} FROM scenarios_response ORDER BY id) TO STDOUT"  # noqa: S608
+        with cursor.copy(query) as copy:
+            for chunk in copy:
+                out.write(chunk)
+        cursor.execute("CREATE TABLE bench_response_copy (LIKE scenarios_response INCLUDING ALL)")
+    like = _raw_copy("raw COPY, LIKE table (no FKs)", "bench_response_copy", source, lines, server)
+    _empty_responses()
+    real = _raw_copy("raw COPY, scenarios_response", "scenarios_response", source, lines, server)
+    return [like, real]
+
+
+def _changed_copy(path: Path, out: Path) -> int:
+    """The file with every tenth text changed; returns how many."""
+    changed = 0
+    with path.open(encoding="utf-8") as lines, out.open("w", encoding="utf-8") as target:
+        for number, line in enumerate(lines):
+            if number % 10 == 0:
+                row = json.loads(line)
+                row["text"] += " (revised)"
+                line = json.dumps(row, ensure_ascii=False) + "\n"
+                changed += 1
+            target.write(line)
+    return changed
+
+
+def _ratio(ours: dict, baseline: dict) -> dict:
+    ratio = ours["rows_per_s"] / baseline["rows_per_s"]
+    label = f"ratio: import / {baseline['benchmark']}"
+    notes = (
+        f"{ours['rows_per_s']:,} / {baseline['rows_per_s']:,} rows/s = {ratio:.2f} "
+        f"(1/{1 / ratio:.1f}); load {loadavg()}"
     )
-    return row, report
+    log(f"{label}: {notes}")
+    return {"benchmark": label, "ratio": round(ratio, 3), "notes": notes}
 
 
 def run() -> list[dict]:
-    from scenarios.models import Response
-
     scenarios = env_int("BENCH_RESPONSE_SCENARIOS", 4650)
     companions = env_int("BENCH_RESPONSE_COMPANIONS", 50)
+    small = max(1, companions // 5)
+    server = backend_pid()
     with tempfile.TemporaryDirectory(prefix="h2htalk-bench-responses-") as workdir:
         workdir = Path(workdir)
         keys = _scenario_keys(scenarios, workdir)
-        path = workdir / "responses.jsonl"
+        path, small_path = workdir / "responses.jsonl", workdir / "small.jsonl"
         lines = _write_responses(path, keys, companions)
-        size_mb = path.stat().st_size / 1e6
-        log(f"{lines:,} responses written to a {size_mb:.0f} MB JSONL")
-        rows = []
-        row, _ = _pass("response import: preview", path, lines, size_mb, dry_run=True)
-        rows.append(row)
-        row, report = _pass("response import: write", path, lines, size_mb)
-        rows.append(row)
-        assert report.created == lines and Response.objects.count() == lines
-        row, report = _pass("response import: again (unchanged)", path, lines, size_mb)
-        rows.append(row)
-        assert report.unchanged == lines and Response.objects.count() == lines
+        small_lines = _write_responses(small_path, keys, small)
+        log(f"{lines:,} responses written to a {path.stat().st_size / 1e6:.0f} MB JSONL")
+        rows = [
+            _import(
+                f"import {small_lines:,} (new run)",
+                small_path,
+                small_lines,
+                "bench small",
+                server,
+                (small_lines, 0, 0),
+            )
+        ]
+        _empty_responses()
+        ours = _import(
+            f"import {lines:,} (new run)", path, lines, "bench import", server, (lines, 0, 0)
+        )
+        rows.append(ours)
+        rows.append(
+            _import("import again (unchanged)", path, lines, "bench import", server, (0, 0, lines))
+        )
+        changed_path = workdir / "changed.jsonl"
+        changed = _changed_copy(path, changed_path)
+        rows.append(
+            _import(
+                "import again (1 in 10 changed)",
+                changed_path,
+                lines,
+                "bench import",
+                server,
+                (0, changed, lines - changed),
+            )
+        )
+        baselines = _baselines(workdir, lines, server)
+        rows += baselines
+        rows += [_ratio(ours, baseline) for baseline in baselines]
     return rows

@@ -1,14 +1,18 @@
 """Scenario bank: JSONL import (generated and released data) and the filtered list page.
 
-1. 5,000 generated scenarios in the platform JSONL schema (all 11 subtasks, mixed zh/en,
-   persona objects inline), imported as `manage.py import_scenarios` does: preview (dry run)
-   on the empty database, the import itself, then the same file again (nothing changes).
-2. The released `dialogue_base.jsonl` (1,882 lines) from ../shared/data/h2htalk/.
-3. `/scenarios/` as a logged-in researcher over the ~6,900 scenarios, one row per query:
+1. 4,650 generated scenarios in the platform JSONL schema (all 11 subtasks, mixed zh/en,
+   persona objects inline, tags), imported as `manage.py import_scenarios` does: preview (dry
+   run) on the empty database, the import itself (scenarios, personas, tags, a revision each),
+   then the same file again (nothing changes). Before it, a fifth of that size is imported and
+   deleted: the resident peak of the two sizes side by side. Each row gives the CPU time of
+   this process and of the PostgreSQL server process, and the load average.
+2. The released files in ../shared/data/h2htalk/ (9 of the 11 subtasks, 4,002 lines), one
+   import each, timed together.
+3. `/scenarios/` as a logged-in researcher over the ~8,650 scenarios, one row per query:
    median and p95 latency over BENCH_REPEAT requests (default 30) after a warm-up, and the
    SQL query count of one request.
 
-BENCH_SCENARIOS (default 5000) and BENCH_REPEAT change the sizes for a quick run.
+BENCH_SCENARIOS (default 4650) and BENCH_REPEAT change the sizes for a quick run.
 """
 
 import json
@@ -19,10 +23,11 @@ from urllib.parse import urlencode
 
 from bench._common import (
     SHARED_DATA,
+    Step,
+    backend_pid,
     env_int,
     latency_row,
     log,
-    throughput_row,
     timed,
 )
 
@@ -427,35 +432,50 @@ def import_notes(report) -> str:
 
 def bench_imports(author, workdir: Path) -> list[dict]:
     from scenarios.importers import import_file
-    from scenarios.models import Scenario
+    from scenarios.models import Persona, Revision, Scenario, Tag
 
-    count = env_int("BENCH_SCENARIOS", 5000)
+    count = env_int("BENCH_SCENARIOS", 4650)
+    server = backend_pid()
+    rows = []
+
+    def run(label: str, file: Path, dry_run: bool = False, expect: dict | None = None):
+        with Step(label, 0, server) as step:
+            report = import_file(str(file), str(file), author=author, dry_run=dry_run)
+        assert report.ok, report.errors[:3]
+        for key, value in (expect or {}).items():
+            assert getattr(report, key) == value, (label, key, getattr(report, key), value)
+        step.rows = report.rows
+        rows.append(step.row(import_notes(report)))
+
+    small = workdir / "generated_small.jsonl"
+    generate(small, count // 5, seed=SEED + 1)
+    run(f"import {count // 5:,} generated: write", small, expect={"updated": 0})
+    Scenario.objects.all().delete()
+    Persona.objects.all().delete()
+    Tag.objects.all().delete()
     path = workdir / "generated_scenarios.jsonl"
     seconds, info = timed(generate, path, count)
     log(
         f"generated {count:,} scenarios in {seconds:.1f} s "
         f"({info['bytes'] / 1e6:.1f} MB, {info['mean_text_chars']} text chars per scenario)"
     )
-    rows = []
-
-    def run(label: str, file: Path, dry_run: bool = False, expect: dict | None = None):
-        seconds, report = timed(import_file, str(file), str(file), author=author, dry_run=dry_run)
-        assert report.ok, report.errors[:3]
-        for key, value in (expect or {}).items():
-            assert getattr(report, key) == value, (label, key, getattr(report, key), value)
-        rows.append(throughput_row(label, report.rows, seconds, import_notes(report)))
-        log(f"{label}: {seconds:.2f} s ({import_notes(report)})")
-
-    run(f"import {count // 1000}k generated: preview", path, dry_run=True)
+    label = f"import {count:,} generated"
+    run(f"{label}: preview", path, dry_run=True)
     assert not Scenario.objects.exists()
-    run(f"import {count // 1000}k generated: write", path, expect={"updated": 0, "unchanged": 0})
-    run(f"import {count // 1000}k generated: again", path, expect={"created": 0, "updated": 0})
+    run(f"{label}: write", path, expect={"updated": 0, "unchanged": 0})
+    assert Revision.objects.count() == Scenario.objects.count() and Persona.objects.exists()
+    run(f"{label}: again", path, expect={"created": 0, "updated": 0})
 
-    release = SHARED_DATA / "dialogue_base.jsonl"
-    if release.exists():
-        run("import release dialogue_base", release, expect={"created": 1882})
+    releases = sorted(SHARED_DATA.glob("*.jsonl"))
+    if releases:
+        total = sum(1 for file in releases for _ in file.open("rb"))
+        with Step(f"import the release ({len(releases)} files)", total, server) as step:
+            for file in releases:
+                report = import_file(str(file), file.name, author=author)
+                assert report.ok and report.created == report.rows, report.errors[:3]
+        rows.append(step.row(f"{total:,} scenarios, one transaction per file"))
     else:
-        log(f"skipped the release import: {release} is missing")
+        log(f"skipped the release import: no files in {SHARED_DATA}")
     return rows
 
 

@@ -10,8 +10,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import PurePath
 
 from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
 
-from h2htalk import uploads
+from h2htalk import bulk, uploads
 from scenarios import validation
 from scenarios.import_formats import FORMATS, READERS, RowError, clean_row, detect_format
 from scenarios.models import Persona, Revision, Scenario, Tag
@@ -20,7 +22,6 @@ from scenarios.services import (
     CONTENT_FIELDS,
     back_to_review_if_changed,
     changed_fields,
-    record_revision,
     snapshot,
 )
 
@@ -247,81 +248,124 @@ def write_plan(
     progress: Callable[[int], None] | None = None,
 ) -> ScenarioImportReport:
     """Write a plan without errors, all or nothing (else ImportFailed): new personas, then the
-    new scenarios in batches, then the updates, each with its revision."""
+    new scenarios and then the updates in batches of BATCH, each with its tags and revision,
+    every table written set-based (h2htalk.bulk: COPY on PostgreSQL)."""
     report = plan.report
     if report.errors:
         raise ImportFailed(report)
-    for name, definition in plan.inline_personas.items():
-        if name not in plan.personas:
-            plan.personas[name] = Persona.objects.create(**definition)
-    tags = _ensure_tags(t for row in plan.creates for t in row.data["tags"])
-    tags |= _ensure_tags(t for row, _ in plan.updates for t in row.data["tags"])
+    new_personas = [
+        Persona(**definition)
+        for name, definition in plan.inline_personas.items()
+        if name not in plan.personas
+    ]
+    plan.personas |= {p.name: p for p in Persona.objects.bulk_create(new_personas)}
+    rows = [*plan.creates, *(row for row, _ in plan.updates)]
+    tags = _ensure_tags(t for row in rows for t in row.data["tags"])
+    writer = _Writer(plan, author, tags, timezone.now())
     done = 0
     for start in range(0, len(plan.creates), BATCH):
         chunk = plan.creates[start : start + BATCH]
-        _create(chunk, plan, author, initial_state, tags)
+        writer.create(chunk, initial_state)
         done += len(chunk)
         if progress:
             progress(done)
-    for row, scenario in plan.updates:
-        _update(row, scenario, plan, author, tags)
-        done += 1
+    for start in range(0, len(plan.updates), BATCH):
+        chunk = plan.updates[start : start + BATCH]
+        writer.update(chunk)
+        done += len(chunk)
         if progress:
             progress(done)
     report.written = True
     return report
 
 
-def _create(chunk: list[Row], plan: Plan, author, initial_state: str, tags: dict) -> None:
-    """One batch of new scenarios with their tags and first revision (bulk inserts)."""
-    scenarios = [_scenario_from(r.data, plan.personas, initial_state) for r in chunk]
-    for scenario in scenarios:
-        scenario.created_by = author
-        scenario.refresh_derived()
-    Scenario.objects.bulk_create(scenarios)
-    Through = Scenario.tags.through
-    Through.objects.bulk_create(
-        [
-            Through(scenario_id=s.pk, tag_id=tags[name].pk)
-            for s, r in zip(scenarios, chunk, strict=True)
+class _Writer:
+    """Writes batches of a plan: scenarios, their tag links and revisions, a statement each."""
+
+    def __init__(self, plan: Plan, author, tags: dict, now):
+        self.plan, self.author, self.tags, self.now = plan, author, tags, now
+        self.filename = plan.report.filename
+
+    def _revision(self, scenario, number, note, after, changes=None) -> Revision:
+        return Revision(
+            scenario_id=scenario.pk,
+            number=number,
+            author=self.author,
+            action=Revision.Action.IMPORTED,
+            note=note[:300],
+            snapshot=after,
+            changes=changes or {},
+        )
+
+    def _link_tags(self, scenarios: list[Scenario], rows: list[Row]) -> None:
+        Through = Scenario.tags.through
+        links = [
+            (s.pk, self.tags[name].pk)
+            for s, r in zip(scenarios, rows, strict=True)
             for name in r.data["tags"]
         ]
-    )
-    Revision.objects.bulk_create(
-        [
-            Revision(
-                scenario=s,
-                number=1,
-                author=author,
-                action=Revision.Action.IMPORTED,
-                note=f"imported from {plan.report.filename} line {r.line}",
-                snapshot=snapshot(s, tags=r.data["tags"]),
+        bulk.insert_rows(Through, ["scenario_id", "tag_id"], links)
+
+    def create(self, chunk: list[Row], initial_state: str) -> None:
+        """New scenarios (ids reserved first) with their tags and first revision."""
+        scenarios = [_scenario_from(r.data, self.plan.personas, initial_state) for r in chunk]
+        for scenario, pk in zip(scenarios, bulk.reserve_ids(Scenario, len(chunk)), strict=True):
+            scenario.pk = pk
+            scenario.created_by = self.author
+            scenario.refresh_derived()
+        bulk.insert_objects(Scenario, scenarios, self.now, with_pk=True)
+        self._link_tags(scenarios, chunk)
+        revisions = [
+            self._revision(
+                s,
+                1,
+                f"imported from {self.filename} line {r.line}",
+                snapshot(s, tags=r.data["tags"]),
             )
             for s, r in zip(scenarios, chunk, strict=True)
         ]
-    )
+        bulk.insert_objects(Revision, revisions, self.now)
+
+    def update(self, chunk: list[tuple[Row, Scenario]]) -> None:
+        """Existing scenarios take their rows' content (back to review when approved and their
+        content changed), with new tags and a revision each."""
+        rows = [row for row, _ in chunk]
+        scenarios = [scenario for _, scenario in chunk]
+        last = dict(
+            Revision.objects.filter(scenario__in=scenarios)
+            .values_list("scenario_id")
+            .annotate(last=Max("number"))
+        )
+        revisions = []
+        for row, scenario in chunk:
+            before = snapshot(scenario)
+            sent_back = _apply(row, scenario, self.plan.personas, before)
+            scenario.updated_at = self.now
+            after = snapshot(scenario, tags=row.data["tags"])
+            note = f"updated from {self.filename} line {row.line}"
+            note += f"; {BACK_TO_REVIEW_NOTE}" if sent_back else ""
+            changes = changed_fields(before, after)
+            revisions.append(
+                self._revision(scenario, last.get(scenario.pk, 0) + 1, note, after, changes)
+            )
+        fields = [f.name for f in Scenario._meta.concrete_fields if not f.primary_key]
+        Scenario.objects.bulk_update(scenarios, [f for f in fields if f != "created_at"])
+        Scenario.tags.through.objects.filter(scenario__in=scenarios).delete()
+        self._link_tags(scenarios, rows)
+        bulk.insert_objects(Revision, revisions, self.now)
 
 
-def _update(row: Row, scenario: Scenario, plan: Plan, author, tags: dict) -> None:
-    """An existing scenario takes the row's content (back to review if it was approved and its
-    content changed), with a revision."""
-    before = snapshot(scenario)
+def _apply(row: Row, scenario: Scenario, personas: dict, before: dict) -> bool:
+    """Set an existing scenario's fields from a row (not saved; `before` is its snapshot);
+    whether it goes back to review (approved, and its content changed)."""
     for name, value in row.data.items():
         if name not in ("tags", "persona", "state"):
             setattr(scenario, name, value)
-    scenario.persona = plan.personas.get(row.data["persona"]) if row.data["persona"] else None
+    scenario.persona = personas.get(row.data["persona"]) if row.data["persona"] else None
     scenario.state = row.data["state"] or scenario.state
     sent_back = back_to_review_if_changed(scenario, before)
-    scenario.save()
-    scenario.tags.set([tags[name] for name in row.data["tags"]])
-    record_revision(
-        scenario,
-        author,
-        Revision.Action.IMPORTED,
-        before,
-        note=f"updated from {plan.report.filename} line {row.line}"
-        + (f"; {BACK_TO_REVIEW_NOTE}" if sent_back else ""),
-    )
+    scenario.refresh_derived()
+    return sent_back
 
 
 def import_file(path_or_stream, filename: str, author=None, dry_run: bool = False, **options):

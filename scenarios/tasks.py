@@ -1,7 +1,5 @@
 """Celery tasks of scenarios: the scenario and response imports (Jobs) and generation runs."""
 
-from contextlib import suppress
-
 from celery import shared_task
 from django.core.files.storage import default_storage
 from django.db import transaction
@@ -13,7 +11,7 @@ from scenarios.companions.imports import (
     ResponseImportFailed,
     build_response_plan,
     count_input_lines,
-    write_response_plan,
+    write_responses,
 )
 from scenarios.importers import build_plan, count_lines, write_plan
 from scenarios.models import GenerationRun
@@ -89,22 +87,25 @@ def run_response_import(job_id: int) -> None:
     try:
         with default_storage.open(params["path"], "rb") as stream:
             lines = count_input_lines(stream, params["filename"])
-            plan = build_response_plan(
-                stream,
-                params.get("run_name") or "",
-                filename=params["filename"],
-                progress=lambda n: jobs.report_progress(job_id, n, lines, "checking rows"),
-            )
-            report = plan.report
-            if not params["dry_run"] and report.ok:
-                # ResponseImportFailed here means the input changed since the check: the
-                # report then carries the errors, and nothing was written.
-                with suppress(ResponseImportFailed):
-                    write_response_plan(
-                        plan,
+            run_name, filename = params.get("run_name") or "", params["filename"]
+            if params["dry_run"]:
+                report = build_response_plan(
+                    stream,
+                    run_name,
+                    filename=filename,
+                    progress=lambda n: jobs.report_progress(job_id, n, lines, "checking rows"),
+                ).report
+            else:
+                try:  # one pass: checked as it is written, nothing written if anything is bad
+                    report = write_responses(
+                        stream,
+                        run_name,
                         job.created_by,
-                        progress=lambda n: jobs.report_progress(job_id, n, report.lines, "writing"),
+                        progress=lambda n: jobs.report_progress(job_id, n, lines, "writing"),
+                        filename=filename,
                     )
+                except ResponseImportFailed as failure:
+                    report = failure.report
     except Exception as error:
         jobs.finish(job_id, State.FAILED, jobs.failure_message(error))
         raise

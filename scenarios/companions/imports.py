@@ -4,12 +4,13 @@ The formats and their readers are in scenarios.companions.import_formats.
 
 Benchmark scale is 4,650 scenarios × 50 companions, so the input is streamed twice and never
 held in memory: a preview pass validates and counts, and the write pass re-reads it inside one
-transaction, upserting in batches. Between and during the passes only small, fixed-size tables
-are kept: the (subtask, external id) → scenario lookup and, per companion, two arrays with one
-8-byte slot per scenario (where each scenario was first answered in this input, to report
-duplicates; and a 63-bit digest of the answer already stored in the run, to tell new, changed
-and unchanged rows apart). Every problem is reported with its file, line and field; if there is
-any, nothing is written.
+transaction, writing them set-based (scenarios.companions.writer: COPY on PostgreSQL, into
+the table or a staging table for one upsert). Between and during the passes only
+small, fixed-size tables are kept: the (subtask, external id) → scenario lookup and, per
+companion, arrays with one 8-byte slot per scenario (where each scenario was first answered in
+this input, to report duplicates; and, for the preview, a 63-bit digest of the answer already
+stored in the run, to tell new, changed and unchanged rows apart). Every problem is reported
+with its file, line and field; if there is any, nothing is written.
 """
 
 import hashlib
@@ -26,26 +27,14 @@ from django.utils import timezone
 from h2htalk import uploads
 from scenarios import validation
 from scenarios.companions.import_formats import READERS, FileState, Input, Item, ResponseError
+from scenarios.companions.writer import ResponseWriter
 from scenarios.importers import ImportFailed
 from scenarios.models import CompanionModel, GenerationRun, Response, Scenario
 
-BATCH = 2000  # responses per upsert (Django splits further where the backend needs it)
+BATCH = 2000  # responses staged at a time (one COPY on PostgreSQL)
 PROGRESS_EVERY = 2000  # lines between progress callbacks
 MAX_ERRORS = 1000  # errors kept in the report; error_count has them all
 MAX_COMPANIONS = 200  # per import: each costs 16 bytes per scenario of memory
-UNIQUE_FIELDS = ["run", "scenario", "companion"]
-UPDATE_FIELDS = [
-    "status",
-    "text",
-    "prompt_messages",
-    "latency_ms",
-    "prompt_tokens",
-    "completion_tokens",
-    "finish_reason",
-    "error",
-    "attempts",
-    "updated_at",
-]
 # What reading a member of a damaged or unsupported archive raises (a bad local header or CRC,
 # corrupt deflate data, a truncation, an unknown compression method, encryption).
 ARCHIVE_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError)
@@ -303,6 +292,25 @@ def _check_run(report: ResponseImportReport, run: GenerationRun | None) -> None:
         report.add_error(0, "run", message)
 
 
+def _new_report(source: Input, run_name: str | None) -> tuple[ResponseImportReport, str]:
+    """The report of an import into `run_name` (default: the file or directory name), with the
+    problems of the name itself; and the name ("" when no query can hold it)."""
+    run_name = (run_name or "").strip() or source.default_run_name()
+    report = ResponseImportReport(filename=source.filename, format=source.format, run=run_name)
+    if len(run_name) > 120:
+        report.add_error(0, "run", "the run name is longer than 120 characters")
+    try:
+        validation.clean_text(run_name, "run")
+    except validation.FieldError as error:  # NUL or a lone surrogate: no query can hold it
+        report.add_error(0, "run", f"the run name {error.message}")
+        run_name = ""
+    return report, run_name
+
+
+def _source(source, filename: str | None) -> Input:
+    return source if isinstance(source, Input) else Input(source, filename)
+
+
 def build_response_plan(
     source,
     run_name: str | None = None,
@@ -314,16 +322,8 @@ def build_response_plan(
     `source` is a path (directory, .zip, .jsonl) or a seekable binary stream whose `filename`
     says which (.zip or .jsonl). The default run name is the file or directory name.
     """
-    source = source if isinstance(source, Input) else Input(source, filename)
-    run_name = (run_name or "").strip() or source.default_run_name()
-    report = ResponseImportReport(filename=source.filename, format=source.format, run=run_name)
-    if len(run_name) > 120:
-        report.add_error(0, "run", "the run name is longer than 120 characters")
-    try:
-        validation.clean_text(run_name, "run")
-    except validation.FieldError as error:  # NUL or a lone surrogate: no query can hold it
-        report.add_error(0, "run", f"the run name {error.message}")
-        run_name = ""
+    source = _source(source, filename)
+    report, run_name = _new_report(source, run_name)
     run = GenerationRun.objects.filter(name=run_name).first() if run_name else None
     report.run_exists = run is not None
     _check_run(report, run)
@@ -335,24 +335,35 @@ def build_response_plan(
     return ResponsePlan(report=report, source=source, run_name=run_name, fingerprint=fingerprint)
 
 
-def _write_batch(responses: list[Response]) -> None:
-    """Insert new responses and overwrite changed ones (one upsert on the unique key)."""
-    Response.objects.bulk_create(
-        responses,
-        batch_size=BATCH,
-        update_conflicts=True,
-        unique_fields=UNIQUE_FIELDS,
-        update_fields=UPDATE_FIELDS,
-    )
-
-
 def write_response_plan(
     plan: ResponsePlan, author=None, progress: Callable[[int], None] | None = None
 ) -> ResponseImportReport:
-    """The write pass: read the input again and upsert it, all in one transaction.
+    """Write a previewed input: as write_responses, and refused (nothing written) if the input
+    is no longer the one the preview read."""
+    return _write(plan, author, progress)
 
-    The run is locked and its responses are reloaded inside the transaction, so the counts are
-    those of what was written even if the run changed since the preview. Anything wrong (a bad
+
+def write_responses(
+    source,
+    run_name: str | None = None,
+    author=None,
+    progress: Callable[[int], None] | None = None,
+    filename: str | None = None,
+) -> ResponseImportReport:
+    """Check and write in one pass, without a preview: what the preview would find wrong is
+    found on the way and rolls the write back, so the result is the same (all or nothing, the
+    same errors) for half the reading. Raises ResponseImportFailed when anything is bad."""
+    source = _source(source, filename)
+    report, run_name = _new_report(source, run_name)
+    return _write(ResponsePlan(report, source, run_name), author, progress)
+
+
+def _write(plan: ResponsePlan, author, progress) -> ResponseImportReport:
+    """The write pass: read the input and write it set-based (scenarios.companions.writer),
+    all in one transaction, creating the companions it names that do not exist yet.
+
+    The run is locked and the counts are taken against it inside the transaction, so they are
+    those of what was written even if the run changed since a preview. Anything wrong (a bad
     row, an input that changed since the preview, a database error) rolls everything back.
     """
     report = plan.report
@@ -361,39 +372,40 @@ def write_response_plan(
     with transaction.atomic():
         now = timezone.now()
         run = _run_to_write(plan, author, now)
-        index = _Index()
-        index.load_existing(run.pk)
-        upsert = _Upsert(
-            run, index, ResponseImportReport(report.filename, report.format, report.run)
-        )
-        written = upsert.report
-        fingerprint = _scan(plan.source, written, index, upsert.emit, progress)
-        if fingerprint != plan.fingerprint and written.ok:
-            written.add_error(0, "(file)", "the input changed since it was checked; check it again")
-        if not written.ok:
-            report.error_count, report.errors = written.error_count, written.errors
-            raise ResponseImportFailed(report)
-        upsert.flush()
-        _link(run, index, upsert.touched)
-        if written.created or written.updated:
+        index = _Index()  # (no stored digests: the database compares the rows)
+        scanned = ResponseImportReport(report.filename, report.format, report.run)
+        with ResponseWriter(run, now) as writer:
+            batch = _Batch(writer, index, scanned)
+            paused = (lambda n: (writer.pause(), progress(n))) if progress else None
+            fingerprint = _scan(plan.source, scanned, index, batch.emit, paused)
+            if plan.fingerprint and fingerprint != plan.fingerprint and scanned.ok:
+                message = "the input changed since it was checked; check it again"
+                scanned.add_error(0, "(file)", message)
+            for name in ("files", "lines", "rows", "companions", "subtasks", "error_count"):
+                setattr(report, name, getattr(scanned, name))
+            report.errors = scanned.errors
+            report.new_companions = batch.new_companions
+            report.companions_created = len(batch.new_companions)
+            if not report.ok:
+                raise ResponseImportFailed(report)
+            batch.flush()
+            report.created, report.updated, report.unchanged = writer.finish()
+        run.companions.add(*(index.companion_ids[name] for name in index.names))
+        if report.created or report.updated:
             GenerationRun.objects.filter(pk=run.pk).update(
                 finished_at=now,
-                message=f"imported from {report.filename}: {written.created} new, "
-                f"{written.updated} changed, {written.unchanged} unchanged",
+                message=f"imported from {report.filename}: {report.created} new, "
+                f"{report.updated} changed, {report.unchanged} unchanged",
             )
-    report.created, report.updated, report.unchanged = (
-        written.created,
-        written.updated,
-        written.unchanged,
-    )
     report.written = True
     return report
 
 
 def _run_to_write(plan: ResponsePlan, author, now) -> GenerationRun:
-    """The import run, locked (created if new), and the companions the preview found new."""
+    """The import run, locked (created if new)."""
     report = plan.report
     run = GenerationRun.objects.select_for_update().filter(name=plan.run_name).first()
+    report.run_exists = run is not None
     _check_run(report, run)
     if not report.ok:
         raise ResponseImportFailed(report)
@@ -406,72 +418,59 @@ def _run_to_write(plan: ResponsePlan, author, now) -> GenerationRun:
             started_at=now,
             finished_at=now,
         )
-    for name in report.new_companions:
-        CompanionModel.objects.get_or_create(
-            name=name,
-            defaults={
-                "provider": CompanionModel.Provider.IMPORTED,
-                "notes": f"created by the import of {report.filename} into run {run.name}",
-            },
-        )
     return run
 
 
-class _Upsert:
-    """Where the write pass's rows go: each is counted in `report`, its scenario marked in
-    `touched`, and a new or changed one upserted with the next batch of BATCH."""
+class _Batch:
+    """Where the write pass's rows go: each good row is written with the next batch of BATCH
+    (none once the pass has found an error: nothing will be kept). A companion seen for the
+    first time is created."""
 
-    def __init__(self, run: GenerationRun, index: _Index, report: ResponseImportReport):
-        self.run, self.index, self.report = run, index, report
-        self.touched = bytearray(len(index.scenario_ids))
-        self.batch: list[Response] = []
+    def __init__(self, writer: ResponseWriter, index: _Index, report: ResponseImportReport):
+        self.writer, self.index, self.report = writer, index, report
+        self.rows: list[tuple] = []
+        self.new_companions: list[str] = []
+
+    def _companion_id(self, name: str) -> int:
+        self.writer.pause()
+        companion, created = CompanionModel.objects.get_or_create(
+            name=name,
+            defaults={
+                "provider": CompanionModel.Provider.IMPORTED,
+                "notes": f"created by the import of {self.report.filename} into run "
+                f"{self.report.run}",
+            },
+        )
+        if created:
+            self.new_companions.append(name)
+        self.index.companion_ids[name] = companion.pk
+        return companion.pk
 
     def emit(self, kind, item: Item, scenario_slot, companion_slot, line) -> None:
+        if self.report.error_count:
+            return
         companion_id = self.index.companion_ids.get(item.companion)
-        if companion_id is None:  # the input changed since the preview
-            self.report.add_error(line, "companion", f"unknown companion {item.companion!r}")
-            return
-        _tally(self.report, kind)
-        self.touched[scenario_slot] = 1
-        if kind == UNCHANGED:
-            return
+        if companion_id is None:
+            companion_id = self._companion_id(item.companion)
         prompt_tokens, completion_tokens, latency_ms, finish_reason = item.meta
-        self.batch.append(
-            Response(
-                run_id=self.run.pk,
-                scenario_id=self.index.scenario_ids[scenario_slot],
-                companion_id=companion_id,
-                status=Response.Status.OK,
-                text=item.text,
-                prompt_messages=[],
-                latency_ms=latency_ms,
-                prompt_tokens=prompt_tokens,
-                completion_tokens=completion_tokens,
-                finish_reason=finish_reason,
-                error="",
-                attempts=0,
+        self.rows.append(
+            (
+                self.index.scenario_ids[scenario_slot],
+                companion_id,
+                item.text,
+                latency_ms,
+                prompt_tokens,
+                completion_tokens,
+                finish_reason,
             )
         )
-        if len(self.batch) >= BATCH:
+        if len(self.rows) >= BATCH:
             self.flush()
 
     def flush(self) -> None:
-        if self.batch:
-            _write_batch(self.batch)
-            self.batch.clear()
-
-
-def _link(run: GenerationRun, index: _Index, touched: bytearray) -> None:
-    """Record the run's scenarios and companions (its M2M fields), as generated runs have them."""
-    companions = [index.companion_ids[name] for name in index.names]
-    run.companions.add(*companions)
-    Through = GenerationRun.scenarios.through
-    ids = [pk for pk, hit in zip(index.scenario_ids, touched, strict=True) if hit]
-    for start in range(0, len(ids), BATCH):
-        Through.objects.bulk_create(
-            [Through(generationrun_id=run.pk, scenario_id=pk) for pk in ids[start : start + BATCH]],
-            ignore_conflicts=True,
-        )
+        if self.rows:
+            self.writer.write(self.rows)
+            self.rows = []
 
 
 def import_responses(
@@ -482,8 +481,8 @@ def import_responses(
     progress: Callable[[int], None] | None = None,
     filename: str | None = None,
 ) -> ResponseImportReport:
-    """Preview and (unless dry_run) write. Raises ResponseImportFailed when anything is bad."""
-    plan = build_response_plan(source, run_name, filename=filename, progress=progress)
+    """Preview (dry_run) or write in one pass (write_responses). Raises ResponseImportFailed
+    when anything is bad."""
     if dry_run:
-        return plan.report
-    return write_response_plan(plan, author, progress=progress)
+        return build_response_plan(source, run_name, filename=filename, progress=progress).report
+    return write_responses(source, run_name, author, progress=progress, filename=filename)

@@ -3,6 +3,7 @@ import json
 
 import pytest
 
+from h2htalk import bulk
 from scenarios.importers import ImportFailed, import_file
 from scenarios.models import Persona, Revision, Scenario, Tag
 
@@ -155,16 +156,17 @@ def test_wrong_encoding_is_reported_with_its_line():
 @pytest.mark.django_db
 def test_a_failure_during_the_write_leaves_nothing_behind(monkeypatch):
     rows = [{**GOOD, "external_id": f"id{i}"} for i in range(1200)]
-    original = Revision.objects.bulk_create
+    original = bulk.insert_objects
     calls = []
 
-    def failing_bulk_create(objs, *args, **kwargs):
-        calls.append(len(objs))
-        if len(calls) == 2:  # the second batch of 500: the first one is already written
-            raise RuntimeError("disk full")
-        return original(objs, *args, **kwargs)
+    def failing_insert(model, objs, *args, **kwargs):
+        if model is Revision:
+            calls.append(len(objs))
+            if len(calls) == 2:  # the second batch of 500: the first one is already written
+                raise RuntimeError("disk full")
+        return original(model, objs, *args, **kwargs)
 
-    monkeypatch.setattr(Revision.objects, "bulk_create", failing_bulk_create)
+    monkeypatch.setattr(bulk, "insert_objects", failing_insert)
     with pytest.raises(RuntimeError):
         run(jsonl(*rows))
     assert calls == [500, 500]

@@ -21,6 +21,7 @@ from scenarios.companions.imports import (
     import_responses,
     write_response_plan,
 )
+from scenarios.companions.writer import ResponseWriter
 from scenarios.importers import import_file
 from scenarios.models import CompanionModel, GenerationRun, Response
 from scenarios.tasks import run_response_import
@@ -479,27 +480,27 @@ def test_a_failure_in_the_middle_of_the_write_leaves_nothing(bank, tmp_path, mon
     path = tmp_path / "r.jsonl"
     path.write_text(jsonl(*rows), encoding="utf-8")
     monkeypatch.setattr(response_import, "BATCH", 50)
-    original, calls = response_import._write_batch, []
+    original, calls = ResponseWriter.write, []
 
-    def failing_write(batch):
+    def failing_write(writer, batch):
         calls.append(len(batch))
         if len(calls) == 2:  # the first batch of 50 is already in the database
             raise RuntimeError("disk full")
-        return original(batch)
+        return original(writer, batch)
 
-    monkeypatch.setattr(response_import, "_write_batch", failing_write)
+    monkeypatch.setattr(ResponseWriter, "write", failing_write)
     with pytest.raises(RuntimeError):
         import_responses(str(path), "r")
     assert calls == [50, 50]
     assert db_counts() == (0, 0, 0)
 
     # An update that fails half way leaves the earlier import exactly as it was.
-    monkeypatch.setattr(response_import, "_write_batch", original)
+    monkeypatch.setattr(ResponseWriter, "write", original)
     import_responses(str(path), "r")
     before = stored()
     path.write_text(jsonl(*({**row, "text": row["text"] + "!"} for row in rows)), "utf-8")
     calls.clear()
-    monkeypatch.setattr(response_import, "_write_batch", failing_write)
+    monkeypatch.setattr(ResponseWriter, "write", failing_write)
     with pytest.raises(RuntimeError):
         import_responses(str(path), "r")
     assert stored() == before

@@ -6,7 +6,7 @@ from scenarios.companions.imports import (
     ResponseImportFailed,
     build_response_plan,
     count_input_lines,
-    write_response_plan,
+    write_responses,
 )
 from scenarios.management.import_options import add_dry_run_and_user, author
 
@@ -33,17 +33,19 @@ class Command(BaseCommand):
                 total = count_input_lines(source)
             except OSError as error:
                 raise CommandError(f"{path}: {error.strerror or error}") from error
-            with tqdm(total=total, desc=f"checking {path}", unit="line") as bar:
-                plan = build_response_plan(
-                    source, options["run"], progress=lambda n: bar.update(n - bar.n)
-                )
-            report = plan.report
-            if report.ok and not options["dry_run"]:
-                try:
-                    with tqdm(total=report.lines, desc="writing", unit="line") as bar:
-                        write_response_plan(plan, user, progress=lambda n: bar.update(n - bar.n))
-                except ResponseImportFailed:
-                    pass  # reported below
+            if options["dry_run"]:
+                with tqdm(total=total, desc=f"checking {path}", unit="line") as bar:
+                    report = build_response_plan(
+                        source, options["run"], progress=lambda n: bar.update(n - bar.n)
+                    ).report
+            else:
+                try:  # one pass: checked as it is written, nothing written if anything is bad
+                    with tqdm(total=total, desc=f"importing {path}", unit="line") as bar:
+                        report = write_responses(
+                            source, options["run"], user, progress=lambda n: bar.update(n - bar.n)
+                        )
+                except ResponseImportFailed as failure:
+                    report = failure.report
             if not report.ok:
                 failed = True
                 for error in report.errors:
