@@ -1,5 +1,5 @@
 """A database that goes away mid-request answers 503 + Retry-After (JSON on the API, text on
-pages), never a 500; bench/faults.py restarts a real PostgreSQL under load."""
+htmx requests, the error page in the layout for pages), never a 500; bench/faults.py restarts a real PostgreSQL under load."""
 
 import pytest
 from django.db import OperationalError
@@ -35,10 +35,20 @@ def test_the_api_answers_503_with_retry_after(campaign, rater, database_away):
     assert "not reachable" in response.json()["detail"]
 
 
-def test_the_rating_page_answers_503_in_plain_text(campaign, rater, client, database_away):
+def test_the_rating_page_answers_503_with_the_error_page(campaign, rater, client, database_away):
     client.force_login(rater)
     response = client.get(reverse("annotation:rate", args=[campaign.pk]))
     assert response.status_code == 503
+    assert response["Retry-After"] == "5"
+    assert response["Content-Type"].startswith("text/html")
+    assert "nothing was changed" in response.content.decode()
+
+
+def test_an_htmx_request_gets_503_in_plain_text(campaign, rater, client, database_away):
+    client.force_login(rater)
+    response = client.get(reverse("annotation:rate", args=[campaign.pk]), HTTP_HX_REQUEST="true")
+    assert response.status_code == 503
+    assert response["Retry-After"] == "5"
     assert response["Content-Type"].startswith("text/plain")
     assert "nothing was changed" in response.content.decode()
 
