@@ -25,6 +25,7 @@ from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from h2htalk.api_summaries import summarised
 from h2htalk.roles import IsAnnotator
 
 from . import queue
@@ -331,6 +332,7 @@ BAD_BODY = OpenApiResponse(
 # ---------------------------------------------------------------- views
 
 
+@summarised("campaign", "campaigns", list="List the open campaigns you rate in")
 class RatingCampaignViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     """The open campaigns you rate in, and their items one at a time."""
 
@@ -346,6 +348,7 @@ class RatingCampaignViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         return rating_campaigns(self.request.user).order_by("-created_at", "pk")
 
     @extend_schema(
+        summary="Your current item in a campaign, else the next one",
         parameters=[CAMPAIGN_ID],
         request=None,
         responses={
@@ -389,6 +392,7 @@ class RatingAssignmentViewSet(viewsets.GenericViewSet):
         return RatingSkipSerializer if self.action == "skip" else RatingSubmitSerializer
 
     @extend_schema(
+        summary="Submit your judgment of an item",
         parameters=[ITEM_KEY],
         request=RatingSubmitSerializer,
         responses={
@@ -418,6 +422,7 @@ class RatingAssignmentViewSet(viewsets.GenericViewSet):
         )
 
     @extend_schema(
+        summary="Skip an item, with a reason",
         parameters=[ITEM_KEY],
         request=RatingSkipSerializer,
         responses={

@@ -42,6 +42,7 @@ from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.forms import AuthenticationForm
 from django.core.cache import cache
 from django.core.exceptions import PermissionDenied, ValidationError
+from drf_spectacular.utils import extend_schema
 from rest_framework import exceptions
 from rest_framework.authtoken.views import ObtainAuthToken
 
@@ -248,6 +249,7 @@ class LoginView(auth_views.LoginView):
 class ObtainToken(ObtainAuthToken):
     """POST username + password → token; throttled like the login page (429 when locked)."""
 
+    @extend_schema(summary="Get your API token with your username and password")
     def post(self, request, *args, **kwargs):
         try:
             return super().post(request, *args, **kwargs)

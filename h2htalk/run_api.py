@@ -15,7 +15,7 @@ class CancelResumeActions:
     def cancel_refusal(self, run) -> str | None:
         return None
 
-    @extend_schema(request=None)
+    @extend_schema(request=None, summary="Cancel the run")
     @action(detail=True, methods=["post"])
     def cancel(self, request, pk=None, **kwargs):
         run = self.get_object()
@@ -25,7 +25,7 @@ class CancelResumeActions:
         self.request_cancel(run)
         return self._current(run)
 
-    @extend_schema(request=None)
+    @extend_schema(request=None, summary="Resume the run")
     @action(detail=True, methods=["post"])
     def resume(self, request, pk=None, **kwargs):
         run = self.get_object()

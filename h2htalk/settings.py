@@ -66,6 +66,7 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",  # request.htmx
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "h2htalk.middleware.DatabaseUnavailableMiddleware",
+    "h2htalk.middleware.PermissionDeniedMiddleware",
 ]
 
 ROOT_URLCONF = "h2htalk.urls"
@@ -162,6 +163,8 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", BASE_DIR / "staticfiles"))
+# Files browsers ask for at the site's root (/favicon.ico), served by WhiteNoise as they are.
+WHITENOISE_ROOT = BASE_DIR / "public"
 MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT", BASE_DIR / "media"))
 MEDIA_URL = "media/"
 

@@ -7,6 +7,11 @@ from . import views
 from .accounts import views as accounts
 from .auth import AdminLoginForm, LoginView
 
+# Error pages in the site's layout (h2htalk/errors.py); the API keeps DRF's JSON errors.
+handler403 = "h2htalk.errors.permission_denied"
+handler404 = "h2htalk.errors.page_not_found"
+handler500 = "h2htalk.errors.server_error"
+
 # The admin's login answers a lock-out like the site's (both go through the same throttle).
 admin.site.login_form = AdminLoginForm
 
@@ -35,6 +40,10 @@ urlpatterns = [
     path("releases/", include("scoring.releases.urls")),
     path("api/", include("h2htalk.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api_schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api_schema"), name="api_docs"),
+    path(
+        "api/docs/",
+        SpectacularSwaggerView.as_view(url_name="api_schema", template_name="api_docs.html"),
+        name="api_docs",
+    ),
     path("django-admin/", admin.site.urls),
 ]

@@ -4,6 +4,7 @@ from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from h2htalk.api_summaries import summarised
 from h2htalk.fields import SlugRelatedField
 from h2htalk.roles import IsResearcher
 from scenarios import services, validation
@@ -118,6 +119,7 @@ class TransitionSerializer(serializers.Serializer):
     comment = serializers.CharField(required=False, allow_blank=True, default="")
 
 
+@summarised("scenario", "scenarios")
 class ScenarioViewSet(
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
@@ -137,6 +139,7 @@ class ScenarioViewSet(
     )
 
     @extend_schema(
+        summary="Move a scenario to another review state",
         request=TransitionSerializer,
         responses={
             200: ScenarioSerializer,
@@ -158,6 +161,7 @@ class ScenarioViewSet(
         return Response(self.get_serializer(scenario).data)
 
 
+@summarised("persona", "personas")
 class PersonaViewSet(
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,

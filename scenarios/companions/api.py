@@ -1,6 +1,7 @@
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, viewsets
 
+from h2htalk.api_summaries import summarised
 from h2htalk.fields import SlugRelatedField
 from h2htalk.roles import IsResearcher
 from h2htalk.run_api import CancelResumeActions
@@ -98,6 +99,7 @@ class ResponseSerializer(serializers.ModelSerializer):
         fields = ["id", "scenario", *CSV_COLUMNS, "attempts", "created_at"]
 
 
+@summarised("companion", "companions")
 class CompanionViewSet(
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
@@ -113,6 +115,7 @@ class CompanionViewSet(
     filterset_fields = ["provider"]
 
 
+@summarised("generation run", "generation runs", create="Start a generation run")
 class GenerationRunViewSet(
     CancelResumeActions,
     mixins.ListModelMixin,
@@ -132,6 +135,7 @@ class GenerationRunViewSet(
     queue = staticmethod(queue_run)
 
 
+@summarised("response", "responses (with model names)")
 class ResponseViewSet(viewsets.ReadOnlyModelViewSet):
     """Responses with model names (researchers only). Filter by run, companion, scenario."""
 

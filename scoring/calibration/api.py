@@ -119,12 +119,13 @@ class CalibratedJudgeList(APIView):
 
     permission_classes = [IsResearcher]
 
-    @extend_schema(responses=CalibratedJudgeSerializer(many=True))
+    @extend_schema(summary="List calibrated judges", responses=CalibratedJudgeSerializer(many=True))
     def get(self, request):
         judges = _visible(request).order_by("name", "-version")
         return Response(CalibratedJudgeSerializer(judges, many=True).data)
 
     @extend_schema(
+        summary="Fit a calibrated judge on a campaign's judgments",
         request=FitRequestSerializer,
         responses={
             201: CalibratedJudgeSerializer,
@@ -169,7 +170,7 @@ class CalibratedJudgeDocument(APIView):
 
     permission_classes = [IsResearcher]
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(summary="A calibrated judge's JSON document", responses=OpenApiTypes.OBJECT)
     def get(self, request, pk: int):
         return Response(judge_or_404(request.user, pk).document)
 
@@ -194,6 +195,7 @@ class CalibratedJudgeScore(APIView):
     permission_classes = [IsResearcher]
 
     @extend_schema(
+        summary="Score response pairs with a calibrated judge",
         parameters=[
             OpenApiParameter(
                 "pair",
@@ -256,6 +258,7 @@ class CalibratedJudgeImport(APIView):
     permission_classes = [IsResearcher]
 
     @extend_schema(
+        summary="Import a calibrated-judge document",
         request=ImportRequestSerializer,
         responses={
             201: CalibratedJudgeSerializer,
@@ -337,6 +340,7 @@ class RouteComparisons(APIView):
     permission_classes = [IsResearcher]
 
     @extend_schema(
+        summary="Draft a campaign from the comparisons that most need human judgments",
         request=RouteRequestSerializer,
         responses={201: RouteAnswerSerializer, 400: ErrorSerializer},
     )

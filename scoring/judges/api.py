@@ -8,6 +8,7 @@ from rest_framework import mixins, serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response as ApiResponse
 
+from h2htalk.api_summaries import summarised
 from h2htalk.fields import SlugRelatedField
 from h2htalk.roles import IsResearcher
 from h2htalk.run_api import CancelResumeActions
@@ -228,6 +229,11 @@ class JudgeVerdictSerializer(serializers.ModelSerializer):
         return "single" if verdict.response_id else "pairwise"
 
 
+@summarised(
+    "judge configuration",
+    "judge configurations",
+    destroy="Delete a judge configuration (409 when it has runs)",
+)
 class JudgeConfigViewSet(viewsets.ModelViewSet):
     """LLM judge configurations. Keys are never stored: `api_key_env` names the variable.
     A judge with runs keeps its mode, model, rubric, temperature, samples and params."""
@@ -252,6 +258,7 @@ class JudgeConfigViewSet(viewsets.ModelViewSet):
         return ApiResponse(judging.bias_report(self.get_object()))
 
 
+@summarised("judge run", "judge runs", create="Start a judge run")
 class JudgeRunViewSet(
     CancelResumeActions,
     mixins.ListModelMixin,
@@ -282,6 +289,7 @@ class JudgeRunViewSet(
         queue_judge_run(run)
 
 
+@summarised("judge verdict", "judge verdicts (with raw outputs)")
 class JudgeVerdictViewSet(viewsets.ReadOnlyModelViewSet):
     """Judge verdicts with raw outputs. Filter by run, parse status, response, first, second."""
 

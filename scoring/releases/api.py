@@ -10,6 +10,7 @@ from rest_framework.response import Response as ApiResponse
 
 from annotation.access import managed_campaigns
 from annotation.models import Campaign
+from h2htalk.api_summaries import summarised
 from h2htalk.roles import IsResearcher
 from scenarios.models import CompanionModel
 from scoring import tasks
@@ -152,6 +153,12 @@ class ReleaseCreateSerializer(serializers.Serializer):
         return attrs
 
 
+@summarised(
+    "release",
+    "benchmark releases",
+    create="Freeze and compute a new release",
+    retrieve="Show a release with every number",
+)
 class ReleaseViewSet(
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
@@ -206,7 +213,11 @@ class ReleaseViewSet(
         body = ReleaseDetailSerializer(release, context={"request": request}).data
         return ApiResponse(body, status=status.HTTP_201_CREATED)
 
-    @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT, 202: OpenApiTypes.OBJECT})
+    @extend_schema(
+        summary="Compute a release, or recompute and verify it",
+        request=None,
+        responses={200: OpenApiTypes.OBJECT, 202: OpenApiTypes.OBJECT},
+    )
     @action(detail=True, methods=["post"])
     def compute(self, request, pk=None):
         """Compute the release (if it has no numbers) or recompute it from its frozen inputs and

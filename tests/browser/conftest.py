@@ -9,11 +9,14 @@ The live server runs without DEBUG. pytest-django wraps it in staticfiles' Stati
 `assert_static_loaded` checks that they really arrived in the page.
 
 A test fails if the page logs a console error, throws an uncaught exception or gets an HTTP
-error response (a missing favicon is the one exception).
+error response, unless it expects that response (`expected_errors`: an error page it opens on
+purpose).
 """
 
 import os
+import re
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -86,8 +89,17 @@ def fast_password_hashing(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
-def _is_favicon(url: str) -> bool:
-    return url.split("?", 1)[0].endswith("/favicon.ico")
+@pytest.fixture
+def expected_errors(request) -> set[tuple[int, str]]:
+    """Add (status, path) for an error response the test provokes on purpose: it is then no
+    failure, nor is the console error Chromium logs for it."""
+    expected: set[tuple[int, str]] = set()
+    request.node._browser_expected = expected
+    return expected
+
+
+def _expected(request, status: int, url: str) -> bool:
+    return (status, urlsplit(url).path) in getattr(request.node, "_browser_expected", ())
 
 
 @pytest.fixture
@@ -101,11 +113,14 @@ def page(browser, live_server, request):
 
     def on_console(message):
         url = (message.location or {}).get("url", "")
-        if message.type == "error" and not _is_favicon(url) and "favicon.ico" not in message.text:
+        status = re.search(r"status of (\d{3})", message.text)
+        if status and _expected(request, int(status.group(1)), url):
+            return
+        if message.type == "error":
             problems.append(f"console error: {message.text} ({url})")
 
     def on_response(response):
-        if response.status >= 400 and not _is_favicon(response.url):
+        if response.status >= 400 and not _expected(request, response.status, response.url):
             problems.append(f"HTTP {response.status}: {response.request.method} {response.url}")
 
     tab.on("console", on_console)
