@@ -8,6 +8,7 @@ from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from h2htalk.api_summaries import summarised
 from h2htalk.roles import ROLES, IsAdmin
 from h2htalk.serializers import ErrorSerializer
 
@@ -110,6 +111,7 @@ def _refused(errors: list[dict]) -> Response:
     return Response({"detail": detail, "errors": errors}, status=status.HTTP_400_BAD_REQUEST)
 
 
+@summarised("user", "users")
 class UserViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """Users and their roles (admins only)."""
 
