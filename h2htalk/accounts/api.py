@@ -90,6 +90,9 @@ def _messages(detail) -> list[str]:
     return [str(detail)]
 
 
+_ITEM = {"non_field_errors": "(item)"}  # DRF's name for an item that is not an object
+
+
 def _shape_errors(errors) -> list[dict]:
     """DRF's errors of a list body ({index: {field: [...]}}, or the body's own) as rows."""
     if isinstance(errors, dict) and "non_field_errors" in errors:
@@ -99,10 +102,12 @@ def _shape_errors(errors) -> list[dict]:
         ]
     items = errors.items() if isinstance(errors, dict) else enumerate(errors)
     return [
-        {"where": f"item {index}", "field": name, "message": message}
+        {"where": f"item {index}", "field": _ITEM.get(name, name), "message": message}
         for index, fields in items
-        for name, detail in (fields or {}).items()
+        # an item that is not an object ([null], [3]) has its errors as a list, not by field
+        for name, detail in (fields.items() if isinstance(fields, dict) else [("(item)", fields)])
         for message in _messages(detail)
+        if detail
     ]
 
 
@@ -149,7 +154,7 @@ class UserViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gen
         responses={200: UserSerializer, 400: ErrorSerializer},
     )
     @action(detail=True, methods=["post"])
-    def deactivate(self, request, pk=None):
+    def deactivate(self, request, pk=None, format=None):
         user = self.get_object()
         try:
             users.set_active(user, False, by=request.user)

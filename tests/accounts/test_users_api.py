@@ -94,6 +94,18 @@ def test_a_malformed_body_is_a_400_in_the_same_shape(admin_user, roles):
     assert not get_user_model().objects.filter(username="res1").exists()
 
 
+@pytest.mark.parametrize("item", [None, 3, "x", []])
+def test_an_item_that_is_not_an_object_is_a_400_naming_it(admin_user, roles, item):
+    response = client_for(admin_user).post("/api/users/", [NEW[1], item], format="json")
+    assert response.status_code == 400
+    assert [(e["where"], e["field"]) for e in response.json()["errors"]] == [("item 1", "(item)")]
+
+
+def test_deactivate_answers_with_a_format_suffix(admin_user, annotator):
+    response = client_for(admin_user).post(f"/api/users/{annotator.pk}/deactivate.json")
+    assert response.status_code == 200 and response.json()["is_active"] is False
+
+
 def test_admin_lists_and_deactivates(admin_user, annotator, pilot):
     client = client_for(admin_user)
     rows = {row["username"]: row for row in client.get("/api/users/").json()["results"]}
