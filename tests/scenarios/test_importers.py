@@ -156,17 +156,17 @@ def test_wrong_encoding_is_reported_with_its_line():
 @pytest.mark.django_db
 def test_a_failure_during_the_write_leaves_nothing_behind(monkeypatch):
     rows = [{**GOOD, "external_id": f"id{i}"} for i in range(1200)]
-    original = bulk.insert_objects
+    original = bulk.insert_rows
     calls = []
 
-    def failing_insert(model, objs, *args, **kwargs):
-        if model is Revision:
-            calls.append(len(objs))
+    def failing_insert(table, columns, rows):
+        if table is Revision:
+            calls.append(len(rows))
             if len(calls) == 2:  # the second batch of 500: the first one is already written
                 raise RuntimeError("disk full")
-        return original(model, objs, *args, **kwargs)
+        return original(table, columns, rows)
 
-    monkeypatch.setattr(bulk, "insert_objects", failing_insert)
+    monkeypatch.setattr(bulk, "insert_rows", failing_insert)
     with pytest.raises(RuntimeError):
         run(jsonl(*rows))
     assert calls == [500, 500]
