@@ -15,13 +15,14 @@ earlier line (a duplicate, skipped). A row may name a persona that a later line 
 waits for the end of the file to be written.
 """
 
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import PurePath
 from typing import NamedTuple
 
-from django.db import transaction
-from django.db.models import Max
+from django.db import connection, transaction
+from django.db.models import Max, Q
 from django.utils import timezone
 
 from h2htalk import bulk, uploads
@@ -190,6 +191,7 @@ class _Import:
         self.replaced: dict = {}  # content hash an update replaced -> "existing scenario #pk"
         self.written: set = set()  # ids of the scenarios written by this import
         self.tag_ids: dict = {}
+        self.keep_order = connection.vendor != "postgresql"  # (JSON stored as text)
 
     def run(self, rows: Iterator[Row], progress) -> None:
         for batch in _batches(rows):
@@ -209,7 +211,7 @@ class _Import:
         """Sort a batch into creates and updates (unchanged rows and duplicates counted)."""
         self._resolve_personas(batch)
         for row in batch:
-            row.encoded = Encoded(row.data)
+            row.encoded = Encoded(row.data, self.keep_order)
         current = self._current([row for row in batch if row.data["external_id"]])
         known = self._known_hashes([row for row in batch if not row.data["external_id"]])
         creates, candidates = [], []
@@ -266,11 +268,16 @@ class _Import:
         """(subtask, external id) -> _Current, for the rows' keys already in the bank."""
         if not keyed:
             return {}
+        ids = defaultdict(set)
+        for row in keyed:
+            ids[row.data["subtask"]].add(row.data["external_id"])
+        # Per subtask, with the unique index's own condition: PostgreSQL then reads that index
+        # (it cannot prove the condition from an IN list of over 100 values).
+        wanted = Q()
+        for subtask, external_ids in ids.items():
+            wanted |= Q(subtask=subtask, external_id__in=external_ids) & ~Q(external_id="")
         found = (
-            Scenario.objects.filter(
-                subtask__in={row.data["subtask"] for row in keyed},
-                external_id__in={row.data["external_id"] for row in keyed},
-            )
+            Scenario.objects.filter(wanted)
             .order_by()
             .values_list("subtask", "external_id", *_CURRENT_FIELDS)
         )
