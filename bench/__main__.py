@@ -196,6 +196,7 @@ COLUMNS = [
     ("rows", "rows", 0, True),
     ("seconds", "seconds", 3, True),
     ("rows/s", "rows_per_s", 0, True),
+    ("rows/CPU-s", "rows_per_cpu_s", 0, True),
     ("median ms", "median_ms", 1, True),
     ("p95 ms", "p95_ms", 1, True),
     ("queries", "queries", 0, True),

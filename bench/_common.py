@@ -152,7 +152,8 @@ def measured(benchmark: str, fn: Callable, rows: int, notes: str = "") -> tuple[
 
 class Step:
     """Times one step (a context manager): wall time, CPU of this process and of the server
-    process `server` (backend_pid), the resident peak (and its growth over the start: Linux
+    process `server` (backend_pid) with the rows per CPU-second of both (what one idle core
+    would do: the wall time on a loaded machine says little), the resident peak (and its growth over the start: Linux
     resets the mark through /proc/self/clear_refs) and the load average; row() is the result."""
 
     def __init__(self, label: str, rows: int, server: int | None):
@@ -181,6 +182,10 @@ class Step:
         cpu = f"CPU {self.client_ms:,.0f} ms here"
         if self.server is not None:
             cpu += f" + {self.server_ms:,.0f} ms server"
+        cpu_total = self.client_ms + (self.server_ms if self.server is not None else 0)
+        cpu_rate = round(self.rows * 1000 / cpu_total) if cpu_total > 0 else None
+        if cpu_rate:
+            cpu += f" = {cpu_rate:,} rows per CPU-second"
         parts = [p for p in (notes, cpu, memory, f"load {self.load}") if p]
         log(
             f"{self.label}: {self.rows:,} rows in {self.seconds:.2f} s ({rate:,}/s); "
@@ -193,6 +198,7 @@ class Step:
             "rows_per_s": rate,
             "cpu_ms": round(self.client_ms),
             "server_cpu_ms": round(self.server_ms) if self.server is not None else None,
+            "rows_per_cpu_s": cpu_rate,
             "peak_rss_mb": round(self.peak, 1) if self.peak is not None else None,
             "peak_rss_growth_mb": round(self.growth, 1) if self.growth is not None else None,
             "loadavg": self.load,

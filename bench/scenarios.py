@@ -4,8 +4,10 @@
    persona objects inline, tags), imported as `manage.py import_scenarios` does: preview (dry
    run) on the empty database, the import itself (scenarios, personas, tags, a revision each),
    then the same file again (nothing changes). Before it, a fifth of that size is imported and
-   deleted: the resident peak of the two sizes side by side. Each row gives the CPU time of
-   this process and of the PostgreSQL server process, and the load average.
+   deleted: the resident peak of the two sizes side by side (the import streams: it should
+   not grow with the file). Each row gives the CPU time of this process and of the PostgreSQL
+   server process, the rows per CPU-second of both together (what an idle core would do; the
+   wall time on the shared machine depends on its load), and the load average.
 2. The released files in ../shared/data/h2htalk/ (9 of the 11 subtasks, 4,002 lines), one
    import each, timed together.
 3. `/scenarios/` as a logged-in researcher over the ~8,650 scenarios, one row per query:

@@ -1,21 +1,34 @@
-"""Scenario import: read (scenarios.import_formats) → validate → plan → (dry run | atomic write).
+"""Scenario import: read (scenarios.import_formats) → check → write, streamed BATCH rows at a
+time inside one transaction.
 
-Every problem is reported with its file line and field; if there is any, nothing is written.
-A row with an external id updates the scenario of that subtask and id; one without is new
-unless its content repeats an existing scenario or an earlier line (a duplicate, skipped).
+Every problem is reported with its file line and field (all of them, in line order); if there
+is any, nothing is written: writing stops at the first and the transaction is rolled back at
+the end, the rest of the file still being checked. Only compact facts about earlier rows are
+kept (the keys and content hashes seen, persona and tag ids, the ids written), so memory does
+not grow with the file's text. New scenarios, their tags and first revisions are written
+set-based (scenarios.import_rows builds the rows without model instances; h2htalk.bulk: COPY
+on PostgreSQL); changed ones go through the model (few, usually).
+
+A row with an external id updates the scenario of that subtask and id (nothing happens when
+nothing changed); one without is new unless its content repeats an existing scenario or an
+earlier line (a duplicate, skipped). A row may name a persona that a later line defines: it
+waits for the end of the file to be written.
 """
 
-from collections.abc import Callable, Iterable
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import PurePath
+from typing import NamedTuple
 
-from django.db import transaction
-from django.db.models import Max
+from django.db import connection, transaction
+from django.db.models import Max, Q
 from django.utils import timezone
 
 from h2htalk import bulk, uploads
-from scenarios import validation
+from scenarios import import_rows, validation
 from scenarios.import_formats import FORMATS, READERS, RowError, clean_row, detect_format
+from scenarios.import_rows import REVISION_COLUMNS, SCENARIO_COLUMNS, Encoded
 from scenarios.models import Persona, Revision, Scenario, Tag
 from scenarios.services import (
     BACK_TO_REVIEW_NOTE,
@@ -34,11 +47,11 @@ class ImportFailed(Exception):
         self.report = report
 
 
-@dataclass
+@dataclass(slots=True)
 class Row:
     line: int
     data: dict  # cleaned fields, persona as a name
-    content_hash: str = ""
+    encoded: Encoded | None = None
 
 
 @dataclass
@@ -69,155 +82,379 @@ def count_lines(stream) -> int:
     return uploads.count_lines(stream)
 
 
-# ---------------------------------------------------------------- planning and writing
+def import_file(path_or_stream, filename: str, author=None, dry_run: bool = False, **options):
+    """Check and (unless dry_run) write one file: run_import on a path or a binary stream."""
+    stream = open(path_or_stream, "rb") if isinstance(path_or_stream, str) else path_or_stream  # noqa: SIM115
+    try:
+        return run_import(stream, filename, author, dry_run=dry_run, **options)
+    finally:
+        if isinstance(path_or_stream, str):
+            stream.close()
 
 
-@dataclass
-class Plan:
-    report: ScenarioImportReport
-    creates: list[Row] = field(default_factory=list)
-    updates: list[tuple[Row, Scenario]] = field(default_factory=list)
-    inline_personas: dict = field(default_factory=dict)
-    personas: dict = field(default_factory=dict)  # name -> Persona (existing)
-
-
-def _scenario_from(data: dict, personas: dict, initial_state: str) -> Scenario:
-    fields = {k: v for k, v in data.items() if k not in ("tags", "persona", "state")}
-    scenario = Scenario(**fields, state=data["state"] or initial_state)
-    scenario.persona = personas.get(data["persona"]) if data["persona"] else None
-    return scenario
-
-
-def build_plan(
+def run_import(
     stream,
     filename: str,
+    author=None,
+    dry_run: bool = False,
     fmt: str = "auto",
     default_subtask: str = "",
     initial_state: str = Scenario.State.DRAFT,
     progress: Callable[[int], None] | None = None,
-) -> Plan:
+) -> ScenarioImportReport:
+    """Check every row of a file and, unless dry_run, write them all or nothing: raises
+    ImportFailed (its report lists every problem) when any row is bad. `progress(n)` hears
+    the number of rows done so far."""
+    fmt = _format(stream, filename, fmt)
+    report = ScenarioImportReport(filename=PurePath(filename).name, format=fmt)
+    importer = _Import(report, author, initial_state, write=not dry_run)
+    items = READERS[fmt](stream, filename=filename, default_subtask=default_subtask)
+    rows = _rows(report, items, default_subtask, importer.inline)
+    if dry_run:
+        importer.run(rows, progress)
+        return report
+    with transaction.atomic():
+        importer.run(rows, progress)
+        if report.errors:
+            raise ImportFailed(report)  # (rolls back what was written)
+        report.written = True
+    return report
+
+
+def _format(stream, filename: str, fmt: str) -> str:
     if fmt == "auto":
         head = stream.read(64 * 1024)
         stream.seek(0)
         fmt = detect_format(filename, head)
     if fmt not in READERS:
         raise ValueError(f"unknown format {fmt!r}; expected one of {FORMATS}")
-    report = ScenarioImportReport(filename=PurePath(filename).name, format=fmt)
-    plan = Plan(report=report)
-    rows: list[Row] = []
-    for count, (line, item) in enumerate(
-        READERS[fmt](stream, filename=filename, default_subtask=default_subtask), start=1
-    ):
-        is_header = fmt == "csv" and line == 1
-        report.rows += not is_header
+    return fmt
+
+
+def _rows(report, items: Iterable, default_subtask: str, inline: dict) -> Iterator[Row]:
+    """The cleaned rows of a reader's items; the problems go into the report."""
+    for line, item in items:
+        report.rows += not (report.format == "csv" and line == 1)  # (not the header)
         if isinstance(item, RowError):
             report.errors.append(item)
             continue
         try:
-            rows.append(Row(line, clean_row(item, line, default_subtask, plan.inline_personas)))
+            yield Row(line, clean_row(item, line, default_subtask, inline))
         except validation.FieldError as error:
             report.errors.append(RowError(line, error.field, error.message))
-        if progress and count % BATCH == 0:
-            progress(count)
-    if progress:
-        progress(report.rows)
-    _match_personas(plan, rows)
-    _match_existing(plan, rows, initial_state)
-    return plan
 
 
-def _match_personas(plan: Plan, rows: list[Row]) -> None:
-    names = {row.data["persona"] for row in rows if row.data["persona"]}
-    plan.personas = {p.name: p for p in Persona.objects.filter(name__in=names)}
+def _batches(rows: Iterator[Row]) -> Iterator[list[Row]]:
+    batch = []
     for row in rows:
-        name = row.data["persona"]
-        if name and name not in plan.personas and name not in plan.inline_personas:
-            plan.report.errors.append(
-                RowError(row.line, "persona", f"unknown persona {name!r}: create it first")
-            )
+        batch.append(row)
+        if len(batch) == BATCH:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
-def _match_existing(plan: Plan, rows: list[Row], initial_state: str) -> None:
-    """Sort the rows into creates, updates, unchanged and duplicates (counted in the report)."""
-    report = plan.report
-    existing = _existing_by_key(rows)
-    preview_personas = {**{n: Persona(name=n) for n in plan.inline_personas}, **plan.personas}
-    hashes = _existing_hashes(rows, preview_personas, initial_state)
-    seen_keys: dict = {}
-    for row in rows:
-        if row.data["external_id"]:
-            _plan_keyed(plan, row, existing, seen_keys, preview_personas)
-        else:
-            first = hashes.get(row.content_hash)
-            if first:
-                report.duplicates += 1
-                report.duplicate_lines.append({"line": row.line, "duplicate_of": first})
+class _Current(NamedTuple):
+    """What an existing scenario's fast comparison with a row needs (tags sorted)."""
+
+    pk: int
+    persona_id: int | None
+    content_hash: str
+    language: str
+    implicit_need: bool
+    evolving_need: bool
+    risk_level: str
+    source: str
+    state: str
+    tags: list
+
+
+_CURRENT_FIELDS = ("pk", "persona_id", "content_hash", "language", "implicit_need")
+_CURRENT_FIELDS += ("evolving_need", "risk_level", "source", "state")
+
+
+class _Import:
+    """One file's import: run() checks (and, when writing, writes) batch after batch."""
+
+    def __init__(self, report: ScenarioImportReport, author, initial_state: str, write: bool):
+        self.report, self.initial_state, self.write = report, initial_state, write
+        self.author_id = getattr(author, "pk", None)
+        self.stamp = bulk.db_datetime(timezone.now())
+        self.inline: dict = {}  # persona name -> definition (filled while rows are cleaned)
+        self.personas: dict[str, Persona] = {}  # known: existing, or defined inline
+        self.absent: set = set()  # names the database was asked about and has not
+        self.unresolved: list[tuple[int, str]] = []  # (line, persona name) not known yet
+        self.waiting: tuple[list, list] = ([], [])  # their creates and updates
+        self.keys: dict = {}  # (subtask, external id) -> line
+        self.hashes: dict = {}  # content hash of a new row -> "line n"
+        self.replaced: dict = {}  # content hash an update replaced -> "existing scenario #pk"
+        self.written: set = set()  # ids of the scenarios written by this import
+        self.tag_ids: dict = {}
+        self.keep_order = connection.vendor != "postgresql"  # (JSON stored as text)
+
+    def run(self, rows: Iterator[Row], progress) -> None:
+        for batch in _batches(rows):
+            creates, updates = self._check(batch)
+            if self.write and not self.report.errors:
+                self._create(creates)
+                self._update(updates)
+            if progress:
+                progress(self.report.rows)
+        self._finish()
+        if progress:
+            progress(self.report.rows)
+
+    # ------------------------------------------------------------ checking
+
+    def _check(self, batch: list[Row]) -> tuple[list[Row], list]:
+        """Sort a batch into creates and updates (unchanged rows and duplicates counted)."""
+        self._resolve_personas(batch)
+        for row in batch:
+            row.encoded = Encoded(row.data, self.keep_order)
+        current = self._current([row for row in batch if row.data["external_id"]])
+        known = self._known_hashes([row for row in batch if not row.data["external_id"]])
+        creates, candidates = [], []
+        for row in batch:
+            if not row.data["external_id"]:
+                self._unkeyed(row, known, creates)
+                continue
+            key = (row.data["subtask"], row.data["external_id"])
+            if key in self.keys:
+                message = f"{key[0]}/{key[1]} already appears on line {self.keys[key]}"
+                self.report.errors.append(RowError(row.line, "external_id", message))
+                continue
+            self.keys[key] = row.line
+            existing = current.get(key)
+            if existing is None:
+                creates.append(row)
+            elif self._same(row, existing):
+                self.report.unchanged += 1
             else:
-                hashes[row.content_hash] = f"line {row.line}"
-                plan.creates.append(row)
-    report.created = len(plan.creates)
-    report.updated = len(plan.updates)
-    report.personas_created = len(set(plan.inline_personas) - set(plan.personas))
+                candidates.append((row, existing))
+        updates = self._changed(candidates)
+        self.report.created += len(creates)
+        return self._ready(creates, 0), self._ready(updates, 1)
 
+    def _ready(self, rows: list, waiting: int) -> list:
+        """The rows whose persona is known; the others wait for the end of the file."""
+        ready = []
+        for item in rows:
+            name = (item[0] if waiting else item).data["persona"]
+            (ready if not name or name in self.personas else self.waiting[waiting]).append(item)
+        return ready
 
-def _existing_by_key(rows: list[Row]) -> dict:
-    """(subtask, external id) -> the scenario already in the bank, for the rows with an id."""
-    existing = {}
-    keyed = [row for row in rows if row.data["external_id"]]
-    for start in range(0, len(keyed), BATCH):
-        chunk = keyed[start : start + BATCH]
-        for scenario in (
-            Scenario.objects.filter(
-                subtask__in={r.data["subtask"] for r in chunk},
-                external_id__in={r.data["external_id"] for r in chunk},
-            )
-            .select_related("persona")
+    def _resolve_personas(self, batch: list[Row]) -> None:
+        names = {row.data["persona"] for row in batch} - self.personas.keys() - {""}
+        ask = names - self.absent
+        if ask:
+            self.personas |= {p.name: p for p in Persona.objects.filter(name__in=ask)}
+            self.absent |= ask - self.personas.keys()
+        for name in sorted(names - self.personas.keys()):
+            if name in self.inline:
+                self._define_persona(name)
+        for row in batch:
+            name = row.data["persona"]
+            if name and name not in self.personas:
+                self.unresolved.append((row.line, name))
+
+    def _define_persona(self, name: str) -> None:
+        definition = self.inline[name]
+        persona = Persona.objects.create(**definition) if self.write else Persona(**definition)
+        self.personas[name] = persona
+        self.report.personas_created += 1
+
+    def _current(self, keyed: list[Row]) -> dict:
+        """(subtask, external id) -> _Current, for the rows' keys already in the bank."""
+        if not keyed:
+            return {}
+        ids = defaultdict(set)
+        for row in keyed:
+            ids[row.data["subtask"]].add(row.data["external_id"])
+        # Per subtask, with the unique index's own condition: PostgreSQL then reads that index
+        # (it cannot prove the condition from an IN list of over 100 values).
+        wanted = Q()
+        for subtask, external_ids in ids.items():
+            wanted |= Q(subtask=subtask, external_id__in=external_ids) & ~Q(external_id="")
+        found = (
+            Scenario.objects.filter(wanted)
+            .order_by()
+            .values_list("subtask", "external_id", *_CURRENT_FIELDS)
+        )
+        found = {(subtask, external_id): values for subtask, external_id, *values in found}
+        tags = {values[0]: [] for values in found.values()}
+        links = Scenario.tags.through.objects.filter(scenario_id__in=tags)
+        for scenario_id, name in links.values_list("scenario_id", "tag__name"):
+            tags[scenario_id].append(name)
+        return {key: _Current(*values, sorted(tags[values[0]])) for key, values in found.items()}
+
+    def _same(self, row: Row, current: _Current) -> bool:
+        """Whether a row leaves its scenario as it is, without reading the scenario's content:
+        equal content hashes (services.content_hash) and the same persona (by id: a persona
+        may have been renamed since the hash was taken) and other fields."""
+        data = row.data
+        persona = self.personas.get(data["persona"]) if data["persona"] else None
+        persona_id = persona.pk if persona is not None else None
+        return (
+            row.encoded.content_hash == current.content_hash
+            and bool(data["persona"]) == (current.persona_id is not None)
+            and persona_id == current.persona_id
+            and data["language"] == current.language
+            and data["implicit_need"] == current.implicit_need
+            and data["evolving_need"] == current.evolving_need
+            and data["risk_level"] == current.risk_level
+            and data["source"] == current.source
+            and (data["state"] or current.state) == current.state
+            and sorted(data["tags"]) == current.tags
+        )
+
+    def _changed(self, candidates: list) -> list[tuple[Row, Scenario]]:
+        """(row, scenario) of the candidates whose snapshot the row changes (the others are
+        unchanged); counts the updates and those sending approved scenarios back to review."""
+        if not candidates:
+            return []
+        scenarios = (
+            Scenario.objects.select_related("persona")
             .prefetch_related("tags")
-        ):
-            existing[(scenario.subtask, scenario.external_id)] = scenario
-    return existing
+            .in_bulk([existing.pk for _, existing in candidates])
+        )
+        changed = []
+        for row, existing in candidates:
+            scenario = scenarios[existing.pk]
+            current = snapshot(scenario)
+            persona = self.personas.get(row.data["persona"]) or Persona(name=row.data["persona"])
+            incoming = _scenario_from(row.data, persona, scenario.state)
+            incoming = snapshot(incoming, tags=row.data["tags"])
+            if not changed_fields(current, incoming):
+                self.report.unchanged += 1
+                continue
+            changed.append((row, scenario))
+            self.report.back_to_review += _goes_back_to_review(current, incoming)
+        self.report.updated += len(changed)
+        return changed
+
+    def _unkeyed(self, row: Row, known: dict, creates: list) -> None:
+        digest = row.encoded.content_hash
+        first = known.get(digest) or self.hashes.get(digest)
+        if first:
+            self.report.duplicates += 1
+            self.report.duplicate_lines.append({"line": row.line, "duplicate_of": first})
+        else:
+            self.hashes[digest] = f"line {row.line}"
+            creates.append(row)
+
+    def _known_hashes(self, unkeyed: list[Row]) -> dict:
+        """Content hash -> "existing scenario #pk" for the rows' hashes in the bank as it was
+        before this import (scenarios it wrote left out, content it replaced counted)."""
+        wanted = {row.encoded.content_hash for row in unkeyed} - self.hashes.keys()
+        known = {}
+        if wanted:
+            found = Scenario.objects.filter(content_hash__in=wanted)
+            for pk, digest in found.values_list("pk", "content_hash"):
+                if pk not in self.written:
+                    known.setdefault(digest, f"existing scenario #{pk}")
+        for digest in wanted & self.replaced.keys():
+            known.setdefault(digest, self.replaced[digest])
+        return known
+
+    def _finish(self) -> None:
+        """The rows that waited for a persona: an error if no line defined it, else written."""
+        for line, name in self.unresolved:
+            if name not in self.personas and name not in self.inline:
+                message = f"unknown persona {name!r}: create it first"
+                self.report.errors.append(RowError(line, "persona", message))
+        undefined = self.inline.keys() - self.personas.keys()  # (only on lines with errors)
+        if undefined:
+            existing = Persona.objects.filter(name__in=undefined).values_list("name", flat=True)
+            self.report.personas_created += len(undefined - set(existing))
+        self.report.errors.sort(key=lambda error: error.line)
+        if self.write and not self.report.errors:
+            self._create(self.waiting[0])
+            self._update(self.waiting[1])
+
+    # ------------------------------------------------------------ writing
+
+    def _link_tags(self, links: list[tuple[int, list[str]]]) -> None:
+        """Tag the scenarios: (scenario id, tag names), tags created as needed."""
+        names = {name for _, tags in links for name in tags} - self.tag_ids.keys()
+        if names:
+            Tag.objects.bulk_create([Tag(name=name) for name in names], ignore_conflicts=True)
+            self.tag_ids |= dict(Tag.objects.filter(name__in=names).values_list("name", "pk"))
+        rows = [(pk, self.tag_ids[name]) for pk, tags in links for name in tags]
+        bulk.insert_rows(Scenario.tags.through, ["scenario_id", "tag_id"], rows)
+
+    def _create(self, rows: list[Row]) -> None:
+        """New scenarios (ids reserved first), their tags and first revisions."""
+        if not rows:
+            return
+        scenarios, revisions = [], []
+        ids = bulk.reserve_ids(Scenario, len(rows))
+        filename = self.report.filename
+        for pk, row in zip(ids, rows, strict=True):
+            data, encoded = row.data, row.encoded
+            state = data["state"] or self.initial_state
+            persona = self.personas[data["persona"]].pk if data["persona"] else None
+            scenarios.append(
+                import_rows.scenario_row(
+                    pk, data, encoded, persona, state, self.author_id, self.stamp
+                )
+            )
+            note = f"imported from {filename} line {row.line}"
+            text = import_rows.snapshot_text(data, encoded, state)
+            revisions.append(
+                import_rows.revision_row(pk, 1, self.author_id, self.stamp, note, text, "{}")
+            )
+        bulk.insert_rows(Scenario, SCENARIO_COLUMNS, scenarios)
+        self._link_tags([(pk, row.data["tags"]) for pk, row in zip(ids, rows, strict=True)])
+        bulk.insert_rows(Revision, REVISION_COLUMNS, revisions)
+        self.written.update(ids)
+
+    def _update(self, pairs: list[tuple[Row, Scenario]]) -> None:
+        """Existing scenarios take their rows' content (back to review when approved and their
+        content changed), with new tags and a revision each."""
+        if not pairs:
+            return
+        scenarios = [scenario for _, scenario in pairs]
+        last = dict(
+            Revision.objects.filter(scenario__in=scenarios)
+            .values_list("scenario_id")
+            .annotate(last=Max("number"))
+        )
+        revisions, now = [], timezone.now()
+        for row, scenario in pairs:
+            before = snapshot(scenario)
+            self.replaced.setdefault(scenario.content_hash, f"existing scenario #{scenario.pk}")
+            sent_back = _apply(row, scenario, self.personas, before)
+            scenario.updated_at = now
+            after = snapshot(scenario, tags=row.data["tags"])
+            note = f"updated from {self.report.filename} line {row.line}"
+            note += f"; {BACK_TO_REVIEW_NOTE}" if sent_back else ""
+            number = last.get(scenario.pk, 0) + 1
+            changes = bulk.json_text(changed_fields(before, after))
+            revisions.append(
+                import_rows.revision_row(
+                    scenario.pk,
+                    number,
+                    self.author_id,
+                    self.stamp,
+                    note,
+                    bulk.json_text(after),
+                    changes,
+                )
+            )
+        fields = [f.name for f in Scenario._meta.concrete_fields if not f.primary_key]
+        Scenario.objects.bulk_update(scenarios, [f for f in fields if f != "created_at"])
+        Scenario.tags.through.objects.filter(scenario__in=scenarios).delete()
+        self._link_tags([(scenario.pk, row.data["tags"]) for row, scenario in pairs])
+        bulk.insert_rows(Revision, REVISION_COLUMNS, revisions)
+        self.written.update(scenario.pk for scenario in scenarios)
 
 
-def _existing_hashes(rows: list[Row], personas: dict, initial_state: str) -> dict:
-    """Content hash -> "existing scenario #pk" for the rows without an id (each row gets its
-    hash): such a row repeating a scenario of the bank is a duplicate."""
-    hashes = {}
-    unkeyed = [row for row in rows if not row.data["external_id"]]
-    for row in unkeyed:
-        scenario = _scenario_from(row.data, personas, initial_state)
-        scenario.refresh_derived()
-        row.content_hash = scenario.content_hash
-    for start in range(0, len(unkeyed), BATCH):
-        chunk = {row.content_hash for row in unkeyed[start : start + BATCH]}
-        for pk, digest in Scenario.objects.filter(content_hash__in=chunk).values_list(
-            "pk", "content_hash"
-        ):
-            hashes.setdefault(digest, f"existing scenario #{pk}")
-    return hashes
-
-
-def _plan_keyed(plan: Plan, row: Row, existing: dict, seen_keys: dict, personas: dict) -> None:
-    """A row with an external id: an error if an earlier line has it, else create, update or
-    leave unchanged the scenario of that key."""
-    data, report = row.data, plan.report
-    key = (data["subtask"], data["external_id"])
-    if key in seen_keys:
-        message = f"{key[0]}/{key[1]} already appears on line {seen_keys[key]}"
-        report.errors.append(RowError(row.line, "external_id", message))
-        return
-    seen_keys[key] = row.line
-    current = existing.get(key)
-    if current is None:
-        plan.creates.append(row)
-        return
-    incoming = _incoming_snapshot(data, current, personas)
-    current_snapshot = snapshot(current)
-    if changed_fields(current_snapshot, incoming):
-        plan.updates.append((row, current))
-        if _goes_back_to_review(current_snapshot, incoming):
-            report.back_to_review += 1
-    else:
-        report.unchanged += 1
+def _scenario_from(data: dict, persona: Persona | None, state: str) -> Scenario:
+    fields = {k: v for k, v in data.items() if k not in ("tags", "persona", "state")}
+    scenario = Scenario(**fields, state=data["state"] or state)
+    scenario.persona = persona if data["persona"] else None
+    return scenario
 
 
 def _goes_back_to_review(current: dict, incoming: dict) -> bool:
@@ -227,132 +464,6 @@ def _goes_back_to_review(current: dict, incoming: dict) -> bool:
         and incoming["state"] == Scenario.State.APPROVED
         and any(current[name] != incoming[name] for name in CONTENT_FIELDS)
     )
-
-
-def _incoming_snapshot(data: dict, current: Scenario, personas: dict) -> dict:
-    incoming = _scenario_from(data, personas, current.state)
-    return snapshot(incoming, tags=data["tags"])
-
-
-def _ensure_tags(names: Iterable[str]) -> dict[str, Tag]:
-    names = set(names)
-    Tag.objects.bulk_create([Tag(name=n) for n in names], ignore_conflicts=True)
-    return {tag.name: tag for tag in Tag.objects.filter(name__in=names)}
-
-
-@transaction.atomic
-def write_plan(
-    plan: Plan,
-    author,
-    initial_state: str = Scenario.State.DRAFT,
-    progress: Callable[[int], None] | None = None,
-) -> ScenarioImportReport:
-    """Write a plan without errors, all or nothing (else ImportFailed): new personas, then the
-    new scenarios and then the updates in batches of BATCH, each with its tags and revision,
-    every table written set-based (h2htalk.bulk: COPY on PostgreSQL)."""
-    report = plan.report
-    if report.errors:
-        raise ImportFailed(report)
-    new_personas = [
-        Persona(**definition)
-        for name, definition in plan.inline_personas.items()
-        if name not in plan.personas
-    ]
-    plan.personas |= {p.name: p for p in Persona.objects.bulk_create(new_personas)}
-    rows = [*plan.creates, *(row for row, _ in plan.updates)]
-    tags = _ensure_tags(t for row in rows for t in row.data["tags"])
-    writer = _Writer(plan, author, tags, timezone.now())
-    done = 0
-    for start in range(0, len(plan.creates), BATCH):
-        chunk = plan.creates[start : start + BATCH]
-        writer.create(chunk, initial_state)
-        done += len(chunk)
-        if progress:
-            progress(done)
-    for start in range(0, len(plan.updates), BATCH):
-        chunk = plan.updates[start : start + BATCH]
-        writer.update(chunk)
-        done += len(chunk)
-        if progress:
-            progress(done)
-    report.written = True
-    return report
-
-
-class _Writer:
-    """Writes batches of a plan: scenarios, their tag links and revisions, a statement each."""
-
-    def __init__(self, plan: Plan, author, tags: dict, now):
-        self.plan, self.author, self.tags, self.now = plan, author, tags, now
-        self.filename = plan.report.filename
-
-    def _revision(self, scenario, number, note, after, changes=None) -> Revision:
-        return Revision(
-            scenario_id=scenario.pk,
-            number=number,
-            author=self.author,
-            action=Revision.Action.IMPORTED,
-            note=note[:300],
-            snapshot=after,
-            changes=changes or {},
-        )
-
-    def _link_tags(self, scenarios: list[Scenario], rows: list[Row]) -> None:
-        Through = Scenario.tags.through
-        links = [
-            (s.pk, self.tags[name].pk)
-            for s, r in zip(scenarios, rows, strict=True)
-            for name in r.data["tags"]
-        ]
-        bulk.insert_rows(Through, ["scenario_id", "tag_id"], links)
-
-    def create(self, chunk: list[Row], initial_state: str) -> None:
-        """New scenarios (ids reserved first) with their tags and first revision."""
-        scenarios = [_scenario_from(r.data, self.plan.personas, initial_state) for r in chunk]
-        for scenario, pk in zip(scenarios, bulk.reserve_ids(Scenario, len(chunk)), strict=True):
-            scenario.pk = pk
-            scenario.created_by = self.author
-            scenario.refresh_derived()
-        bulk.insert_objects(Scenario, scenarios, self.now, with_pk=True)
-        self._link_tags(scenarios, chunk)
-        revisions = [
-            self._revision(
-                s,
-                1,
-                f"imported from {self.filename} line {r.line}",
-                snapshot(s, tags=r.data["tags"]),
-            )
-            for s, r in zip(scenarios, chunk, strict=True)
-        ]
-        bulk.insert_objects(Revision, revisions, self.now)
-
-    def update(self, chunk: list[tuple[Row, Scenario]]) -> None:
-        """Existing scenarios take their rows' content (back to review when approved and their
-        content changed), with new tags and a revision each."""
-        rows = [row for row, _ in chunk]
-        scenarios = [scenario for _, scenario in chunk]
-        last = dict(
-            Revision.objects.filter(scenario__in=scenarios)
-            .values_list("scenario_id")
-            .annotate(last=Max("number"))
-        )
-        revisions = []
-        for row, scenario in chunk:
-            before = snapshot(scenario)
-            sent_back = _apply(row, scenario, self.plan.personas, before)
-            scenario.updated_at = self.now
-            after = snapshot(scenario, tags=row.data["tags"])
-            note = f"updated from {self.filename} line {row.line}"
-            note += f"; {BACK_TO_REVIEW_NOTE}" if sent_back else ""
-            changes = changed_fields(before, after)
-            revisions.append(
-                self._revision(scenario, last.get(scenario.pk, 0) + 1, note, after, changes)
-            )
-        fields = [f.name for f in Scenario._meta.concrete_fields if not f.primary_key]
-        Scenario.objects.bulk_update(scenarios, [f for f in fields if f != "created_at"])
-        Scenario.tags.through.objects.filter(scenario__in=scenarios).delete()
-        self._link_tags(scenarios, rows)
-        bulk.insert_objects(Revision, revisions, self.now)
 
 
 def _apply(row: Row, scenario: Scenario, personas: dict, before: dict) -> bool:
@@ -366,18 +477,3 @@ def _apply(row: Row, scenario: Scenario, personas: dict, before: dict) -> bool:
     sent_back = back_to_review_if_changed(scenario, before)
     scenario.refresh_derived()
     return sent_back
-
-
-def import_file(path_or_stream, filename: str, author=None, dry_run: bool = False, **options):
-    """Plan and (unless dry_run) write one file. Raises ImportFailed when any row is bad."""
-    progress = options.pop("progress", None)
-    initial_state = options.get("initial_state", Scenario.State.DRAFT)
-    stream = open(path_or_stream, "rb") if isinstance(path_or_stream, str) else path_or_stream  # noqa: SIM115
-    try:
-        plan = build_plan(stream, filename, progress=progress, **options)
-    finally:
-        if isinstance(path_or_stream, str):
-            stream.close()
-    if dry_run:
-        return plan.report
-    return write_plan(plan, author, initial_state=initial_state, progress=progress)

@@ -91,7 +91,12 @@ def content_of(scenario: Scenario) -> dict:
 
 
 def content_hash(scenario: Scenario) -> str:
-    canonical = json.dumps(content_of(scenario), ensure_ascii=False, sort_keys=True)
+    return digest(json.dumps(content_of(scenario), ensure_ascii=False, sort_keys=True))
+
+
+def digest(canonical: str) -> str:
+    """The content hash of content_of's dict written as JSON with sorted keys (the importer
+    writes that text itself: scenarios.import_rows)."""
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
@@ -107,15 +112,22 @@ def _texts(items) -> list[str]:
 
 def search_text(scenario: Scenario) -> str:
     """Lower-cased text searched by substring: works for Chinese, which has no word spaces."""
-    parts = [
+    return search_text_of(
         scenario.external_id,
         _persona_name(scenario),
         scenario.user_message,
         scenario.reference_response,
-        *_texts(scenario.history),
-        *_texts(scenario.memory),
-        *_texts(scenario.schedule),
-    ]
+        scenario.history,
+        scenario.memory,
+        scenario.schedule,
+    )
+
+
+def search_text_of(external_id, persona, user_message, reference_response, *lists) -> str:
+    """search_text from the values themselves (the importer has no model instances)."""
+    parts = [external_id, persona, user_message, reference_response]
+    for items in lists:
+        parts += _texts(items)
     return "\n".join(part for part in parts if part).lower()
 
 

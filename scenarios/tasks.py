@@ -13,7 +13,7 @@ from scenarios.companions.imports import (
     count_input_lines,
     write_responses,
 )
-from scenarios.importers import build_plan, count_lines, write_plan
+from scenarios.importers import ImportFailed, count_lines, run_import
 from scenarios.models import GenerationRun
 
 
@@ -22,34 +22,30 @@ def run_scenario_import(job_id: int) -> None:
     """Preview (dry run) or write one uploaded file; the Job row carries the report."""
     job = jobs.start(job_id)
     params = job.params
-    initial_state = params.get("initial_state", "draft")
+    dry_run = params["dry_run"]
+    step = "checking rows" if dry_run else "writing"
     try:
         with default_storage.open(params["path"], "rb") as stream:
             lines = count_lines(stream)
-            plan = build_plan(
+            report = run_import(
                 stream,
                 params["filename"],
+                job.created_by,
+                dry_run=dry_run,
                 fmt=params.get("format", "auto"),
                 default_subtask=params.get("default_subtask", ""),
-                initial_state=initial_state,
-                progress=lambda n: jobs.report_progress(job_id, n, lines, "checking rows"),
+                initial_state=params.get("initial_state", "draft"),
+                progress=lambda n: jobs.report_progress(job_id, n, lines, step),
             )
-        report = plan.report
-        if not params["dry_run"] and report.ok:
-            to_write = len(plan.creates) + len(plan.updates)
-            write_plan(
-                plan,
-                job.created_by,
-                initial_state=initial_state,
-                progress=lambda n: jobs.report_progress(job_id, n, to_write, "writing"),
-            )
+    except ImportFailed as failed:
+        report = failed.report
     except Exception as error:
         jobs.finish(job_id, State.FAILED, jobs.failure_message(error))
         raise
     if report.errors:
         state = State.FAILED
         message = f"{len(report.errors)} error(s) in {report.rows} rows: nothing was written"
-    elif params["dry_run"]:
+    elif dry_run:
         state, message = State.COMPLETED, f"{report.rows} rows checked, ready to import"
     else:
         state = State.COMPLETED

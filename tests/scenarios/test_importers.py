@@ -156,17 +156,17 @@ def test_wrong_encoding_is_reported_with_its_line():
 @pytest.mark.django_db
 def test_a_failure_during_the_write_leaves_nothing_behind(monkeypatch):
     rows = [{**GOOD, "external_id": f"id{i}"} for i in range(1200)]
-    original = bulk.insert_objects
+    original = bulk.insert_rows
     calls = []
 
-    def failing_insert(model, objs, *args, **kwargs):
-        if model is Revision:
-            calls.append(len(objs))
+    def failing_insert(table, columns, rows):
+        if table is Revision:
+            calls.append(len(rows))
             if len(calls) == 2:  # the second batch of 500: the first one is already written
                 raise RuntimeError("disk full")
-        return original(model, objs, *args, **kwargs)
+        return original(table, columns, rows)
 
-    monkeypatch.setattr(bulk, "insert_objects", failing_insert)
+    monkeypatch.setattr(bulk, "insert_rows", failing_insert)
     with pytest.raises(RuntimeError):
         run(jsonl(*rows))
     assert calls == [500, 500]
@@ -253,3 +253,87 @@ def test_dry_run_writes_nothing_but_counts():
     report = run(jsonl(GOOD, {**GOOD, "external_id": "b"}), dry_run=True)
     assert (report.rows, report.created, report.written) == (2, 2, False)
     assert Scenario.objects.count() == 0
+
+
+FULL = {
+    "external_id": "f1",
+    "subtask": "dialogue_schedule",
+    "persona": {"name": "林知夏", "summary": "建筑师", "language": "zh"},
+    "language": "zh",
+    "history": [
+        {"role": "user", "content": '早安\n"引号"'},
+        {"content": "嗯", "role": "assistant"},
+    ],
+    "memory": ["喜欢咖啡", {"content": "怕打雷", "category": "情绪", "importance": 2}],
+    "schedule": [{"time": "09:00", "activity": "开会"}, {"activity": "Lunch \\ 午饭"}],
+    "user_message": "今天好累 \u2028 tab\t",
+    "reference_response": "（递过一杯热水）Rest.",
+    "implicit_need": "yes",
+    "evolving_need": True,
+    "risk_level": "low",
+    "tags": ["work", "sleep", "work"],
+    "state": "approved",
+    "source": "test",
+}
+
+
+@pytest.mark.django_db
+def test_an_imported_scenario_stores_what_the_model_computes_itself():
+    """The importer writes rows without model instances: its hash, search text and revision
+    snapshot must be the ones Scenario.refresh_derived and services.snapshot give."""
+    from scenarios.services import content_hash, search_text, snapshot
+
+    run(jsonl(FULL, {**FULL, "external_id": "", "persona": "林知夏", "tags": []}))
+
+    for scenario in Scenario.objects.select_related("persona"):
+        assert scenario.content_hash == content_hash(scenario)
+        assert scenario.search_text == search_text(scenario)
+        assert scenario.dimension == "dialogue"
+        assert scenario.revisions.get().snapshot == snapshot(scenario)
+    keyed = Scenario.objects.get(external_id="f1")
+    assert keyed.history[0] == {"role": "user", "content": '早安\n"引号"'}
+    assert keyed.memory == [{"content": "喜欢咖啡"}, FULL["memory"][1]]
+    assert sorted(t.name for t in keyed.tags.all()) == ["sleep", "work"]
+    assert (keyed.implicit_need, keyed.evolving_need, keyed.state) == (True, True, "approved")
+
+
+@pytest.mark.django_db
+def test_a_persona_defined_on_a_later_line_is_used_by_an_earlier_one():
+    rows = [{**GOOD, "external_id": f"id{i}", "persona": "Aster"} for i in range(600)]
+    rows.append({**GOOD, "external_id": "last", "persona": {"name": "Aster", "language": "en"}})
+    preview = run(jsonl(*rows), dry_run=True)
+    assert (preview.errors, preview.created, preview.personas_created) == ([], 601, 1)
+
+    report = run(jsonl(*rows))
+
+    assert report.created == 601 and report.written
+    assert set(Scenario.objects.values_list("persona__name", flat=True)) == {"Aster"}
+
+
+@pytest.mark.django_db
+def test_reimport_after_a_persona_was_renamed_puts_the_file_s_persona_back():
+    """Unchanged rows are found by content hash and ids; a renamed persona keeps the old name
+    in the hash, so the persona itself must be compared too."""
+    row = {**GOOD, "persona": {"name": "Aster", "language": "en"}}
+    run(jsonl(row))
+    Persona.objects.filter(name="Aster").update(name="Aster II")
+
+    report = run(jsonl(row))
+
+    assert (report.updated, report.unchanged, report.personas_created) == (1, 0, 1)
+    assert Scenario.objects.get().persona.name == "Aster"
+
+
+@pytest.mark.django_db
+def test_every_error_of_a_long_file_is_reported_in_line_order():
+    rows = [{**GOOD, "external_id": f"id{i}"} for i in range(1200)]
+    rows[10]["risk_level"] = "extreme"
+    rows[700]["persona"] = "Nobody"
+    rows[1100]["external_id"] = "id5"
+    report = run(jsonl(*rows), dry_run=True)
+    expected = [(11, "risk_level"), (701, "persona"), (1101, "external_id")]
+    assert [(e.line, e.field) for e in report.errors] == expected
+    with pytest.raises(ImportFailed) as failure:
+        run(jsonl(*rows))
+    assert [(e.line, e.field) for e in failure.value.report.errors] == expected
+    assert Scenario.objects.count() == 0 and Tag.objects.count() == 0

@@ -2,7 +2,7 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from scenarios.import_formats import FORMATS
-from scenarios.importers import build_plan, count_lines, write_plan
+from scenarios.importers import ImportFailed, count_lines, run_import
 from scenarios.management.import_options import add_dry_run_and_user, author
 from scenarios.models import Scenario
 from scenarios.taxonomy import Subtask
@@ -32,26 +32,25 @@ class Command(BaseCommand):
             except OSError as error:
                 raise CommandError(f"{path}: {error.strerror}") from error
             with stream, tqdm(total=count_lines(stream), desc=path, unit="row") as bar:
-                plan = build_plan(
-                    stream,
-                    path,
-                    fmt=options["format"],
-                    default_subtask=options["default_subtask"],
-                    initial_state=options["state"],
-                    progress=lambda n: bar.update(n - bar.n),
-                )
-            report = plan.report
+                try:
+                    report = run_import(
+                        stream,
+                        path,
+                        user,
+                        dry_run=options["dry_run"],
+                        fmt=options["format"],
+                        default_subtask=options["default_subtask"],
+                        initial_state=options["state"],
+                        progress=lambda n: bar.update(n - bar.n),
+                    )
+                except ImportFailed as refused:
+                    report = refused.report
             for error in report.errors:
                 self.stderr.write(f"{path}: {error}")
             if report.errors:
                 failed = True
                 self.stderr.write(f"{path}: {len(report.errors)} error(s); nothing written")
                 continue
-            if not options["dry_run"]:
-                with tqdm(total=len(plan.creates) + len(plan.updates), desc="writing") as bar:
-                    write_plan(
-                        plan, user, options["state"], progress=lambda n: bar.update(n - bar.n)
-                    )
             self.stdout.write(
                 f"{path}: {report.rows} rows ({report.format}): {report.created} new, "
                 f"{report.updated} updated, {report.unchanged} unchanged, "
