@@ -134,7 +134,7 @@ class UserViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gen
             400: OpenApiResponse(OnboardingErrorSerializer, description="Nothing created."),
         },
     )
-    def create(self, request):
+    def create(self, request, format=None):
         given = NewUserSerializer(data=request.data, many=True, max_length=MAX_USERS)
         if not given.is_valid():
             return _refused(_shape_errors(given.errors))
