@@ -15,6 +15,7 @@ from scenarios.filters import ScenarioFilter
 from scenarios.models import Response, Scenario
 
 from .models import Assignment, Campaign, Comparison, Judgment
+from .progress import recount_later
 
 
 def campaign_scenarios(campaign: Campaign) -> QuerySet:
@@ -112,6 +113,7 @@ def build_comparisons(campaign: Campaign, incremental: bool = True) -> int:
         batch_size=2000,
         ignore_conflicts=True,
     )
+    recount_later(campaign)
     return campaign.comparisons.count() - before
 
 
@@ -211,4 +213,5 @@ def adaptive_top_up(campaign: Campaign, user, batch: int | None = None) -> int:
                 )
             )
         Comparison.objects.bulk_create(new, ignore_conflicts=True)
+        recount_later(campaign)
         return len(new)
