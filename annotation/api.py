@@ -448,7 +448,7 @@ class RatingAssignmentViewSet(viewsets.GenericViewSet):
         """As on the pages: only your own item, answerable in its campaign (404 / 409 before
         the body is read), then `store(item, valid body)` gives the answer's data."""
         try:
-            counts = progress_counts(request.user, "comparison__campaign__")
+            counts = progress_counts(request.user)
             assignment, campaign = queue.rated_item(request.user, key, **counts)
             queue.check_open(assignment, campaign, self.action)
             body = self.get_serializer_class()(data=request.data)

@@ -227,8 +227,9 @@ class Judgment(models.Model):
 
 class AnnotatorTally(models.Model):
     """One annotator's counts in one campaign, kept by the queue as judgments are stored:
-    `judged` (all their judgments there) and `filled` (comparisons their judgment brought to k).
-    One row per annotator, so concurrent submissions never wait on a shared counter."""
+    `judged` (all their judgments there), `filled` (comparisons their judgment brought to k)
+    and `today` (their judgments on the local date `day`). One row per annotator, so
+    concurrent submissions never wait on a shared counter."""
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="tallies")
     annotator = models.ForeignKey(
@@ -236,6 +237,8 @@ class AnnotatorTally(models.Model):
     )
     judged = models.PositiveIntegerField(default=0)
     filled = models.PositiveIntegerField(default=0)
+    day = models.DateField(null=True, blank=True)
+    today = models.PositiveIntegerField(default=0)
 
     class Meta:
         constraints = [

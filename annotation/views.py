@@ -231,7 +231,7 @@ def _answer(request, key, answer: _Answer):
             request.user,
             key,
             **name_lists("comparison__campaign_id"),
-            **progress_counts(request.user, "comparison__campaign__"),
+            **progress_counts(request.user),
         )
     except queue.NotYours as error:
         raise Http404("No such item.") from error

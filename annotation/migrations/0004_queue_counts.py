@@ -3,17 +3,20 @@
 import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
-from django.db.models import Count
+from django.db.models import Count, Q
+from django.utils import timezone
 
 
 def tally_judgments(apps, schema_editor):
-    """Each annotator's judgments per campaign so far; `filled` starts at 0 and every campaign
-    is counted on its next progress read (counted_overlap is None)."""
+    """Each annotator's judgments per campaign so far (and today); `filled` starts at 0 and
+    every campaign is counted on its next progress read (counted_overlap is None)."""
     Judgment = apps.get_model("annotation", "Judgment")
     AnnotatorTally = apps.get_model("annotation", "AnnotatorTally")
+    day = timezone.localdate()
+    start = timezone.localtime().replace(hour=0, minute=0, second=0, microsecond=0)
     rows = (
         Judgment.objects.values("comparison__campaign_id", "annotator_id")
-        .annotate(n=Count("pk"))
+        .annotate(n=Count("pk"), today=Count("pk", filter=Q(created_at__gte=start)))
         .order_by()
     )
     AnnotatorTally.objects.bulk_create(
@@ -22,6 +25,8 @@ def tally_judgments(apps, schema_editor):
                 campaign_id=row["comparison__campaign_id"],
                 annotator_id=row["annotator_id"],
                 judged=row["n"],
+                day=day,
+                today=row["today"],
             )
             for row in rows.iterator(chunk_size=2000)
         ],
@@ -58,6 +63,8 @@ class Migration(migrations.Migration):
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('judged', models.PositiveIntegerField(default=0)),
                 ('filled', models.PositiveIntegerField(default=0)),
+                ('day', models.DateField(blank=True, null=True)),
+                ('today', models.PositiveIntegerField(default=0)),
                 ('annotator', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to=settings.AUTH_USER_MODEL)),
                 ('campaign', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='tallies', to='annotation.campaign')),
             ],
