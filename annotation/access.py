@@ -27,7 +27,18 @@ def rating_campaigns(user) -> QuerySet:
 
 
 def rating_campaign_or_404(user, pk) -> Campaign:
-    campaign = Campaign.objects.filter(annotators=user, pk=pk).first()
+    """The campaign with its blind names (`blinding.name_lists`), whether the user holds an
+    item there (`queue.open_item_flag`) and their progress (`progress.progress_counts`), in
+    one query."""
+    from .blinding import name_lists
+    from .progress import progress_counts
+    from .queue import open_item_flag
+
+    campaign = (
+        Campaign.objects.filter(annotators=user, pk=pk)
+        .annotate(**name_lists(), **open_item_flag(user), **progress_counts(user))
+        .first()
+    )
     if campaign is None:
         raise Http404("No such campaign.")
     return campaign

@@ -14,6 +14,8 @@ model field cannot reach an annotator by default.
 
 from collections.abc import Mapping
 
+from django.db import transaction
+from django.utils.decorators import method_decorator
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -33,6 +35,7 @@ from .access import rating_campaign_or_404, rating_campaigns
 from .blinding import blind_names, campaign_texts, item_payload
 from .markdown import render_markdown
 from .models import RATING_DIMENSIONS, Assignment, Campaign
+from .progress import progress_counts, progress_for
 
 UUID_PATTERN = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 SIDES = ("left", "right")
@@ -56,7 +59,7 @@ class RatingProgressSerializer(serializers.Serializer):
 
 
 def _progress(user, campaign: Campaign) -> dict:
-    return vars(queue.progress_for(user, campaign))
+    return vars(progress_for(user, campaign))
 
 
 class RatingDimensionSerializer(serializers.Serializer):
@@ -285,10 +288,7 @@ def _item(user, campaign: Campaign, assignment: Assignment) -> dict:
     return RatingItemSerializer({**payload, "progress": _progress(user, campaign)}).data
 
 
-def _judgment(user, judgment) -> dict:
-    assignment = Assignment.objects.select_related("comparison__campaign").get(
-        pk=judgment.assignment_id
-    )
+def _judgment(user, assignment: Assignment, judgment) -> dict:
     side_of = {"a": "left", "b": "right"} if assignment.left_is_a else {"a": "right", "b": "left"}
     ratings = {side: {} for side in SIDES}
     for pair_key, values in (judgment.ratings or {}).items():
@@ -333,6 +333,7 @@ BAD_BODY = OpenApiResponse(
 
 
 @summarised("campaign", "campaigns", list="List the open campaigns you rate in")
+@method_decorator(transaction.atomic, name="dispatch")  # one transaction per request
 class RatingCampaignViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     """The open campaigns you rate in, and their items one at a time."""
 
@@ -378,6 +379,7 @@ class RatingCampaignViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         return Response(_item(request.user, campaign, assignment))
 
 
+@method_decorator(transaction.atomic, name="dispatch")  # one transaction per request
 class RatingAssignmentViewSet(viewsets.GenericViewSet):
     """Answering an item: submit a judgment or skip it, addressed by the item's key."""
 
@@ -413,11 +415,12 @@ class RatingAssignmentViewSet(viewsets.GenericViewSet):
     @action(detail=True, methods=["post"])
     def submit(self, request, key=None, **kwargs):
         """Store your judgment of this item. Idempotent: the key identifies the submission."""
+        user = request.user
         return self._answer(
             request,
             key,
-            lambda body: _judgment(
-                request.user, queue.submit(request.user, key, body.submission())
+            lambda item, body: _judgment(
+                user, item, queue.submit(user, key, body.submission(), item=item)
             ),
         )
 
@@ -440,20 +443,21 @@ class RatingAssignmentViewSet(viewsets.GenericViewSet):
     def skip(self, request, key=None, **kwargs):
         """Skip this item with a reason; it does not count and is not shown to you again."""
 
-        def store(body):
+        def store(item, body):
             reason, note = body.validated_data["reason"], body.validated_data["note"]
-            return _skipped(request.user, queue.skip(request.user, key, reason, note))
+            return _skipped(request.user, queue.skip(request.user, key, reason, note, item=item))
 
         return self._answer(request, key, store)
 
     def _answer(self, request, key, store) -> Response:
         """As on the pages: only your own item, answerable in its campaign (404 / 409 before
-        the body is read), then `store(valid body)` gives the answer's data."""
+        the body is read), then `store(item, valid body)` gives the answer's data."""
         try:
-            assignment, campaign = queue.rated_item(request.user, key)
+            counts = progress_counts(request.user)
+            assignment, campaign = queue.rated_item(request.user, key, **counts)
             queue.check_open(assignment, campaign, self.action)
             body = self.get_serializer_class()(data=request.data)
             body.is_valid(raise_exception=True)
-            return Response(store(body))
+            return Response(store(assignment, body))
         except queue.QueueError as error:
             return _queue_error(error)

@@ -9,23 +9,53 @@ never passes), and the response texts and the campaign's own texts pass through 
 which hides the names of the campaign's companions and runs should they appear there.
 """
 
+import json
 import re
 
-from scenarios.models import CompanionModel, GenerationRun
+from django.db.models import Aggregate, OuterRef, Subquery, TextField
 
 from .models import Assignment, Campaign
 
 HIDDEN_NAME = "[name hidden]"
 
 
+class _JSONList(Aggregate):
+    """The values as a JSON array, as text: json_group_array (SQLite), json_agg (PostgreSQL)."""
+
+    function = "JSON_GROUP_ARRAY"
+    output_field = TextField()
+
+    def as_postgresql(self, compiler, connection, **extra):
+        template = "%(function)s(%(expressions)s)::text"
+        return self.as_sql(compiler, connection, function="JSON_AGG", template=template, **extra)
+
+
+def name_lists(campaign: str = "pk") -> dict:
+    """Annotations for a query whose field `campaign` is a campaign's id: the names of the
+    campaign's companions, their model ids and its runs' names, as JSON lists (`blind_names`
+    reads them), so the campaign and its names come in one query."""
+    companions = Campaign.companions.through.objects.filter(campaign_id=OuterRef(campaign))
+    runs = Campaign.runs.through.objects.filter(campaign_id=OuterRef(campaign))
+
+    def listed(rows, field):
+        return Subquery(rows.values("campaign_id").annotate(names=_JSONList(field)).values("names"))
+
+    return {
+        "companion_names": listed(companions, "companionmodel__name"),
+        "companion_model_ids": listed(companions, "companionmodel__model_id"),
+        "run_names": listed(runs, "generationrun__name"),
+    }
+
+
 def blind_names(campaign: Campaign) -> list[str]:
-    """Names that would unblind an item: the campaign's companions (name, model id) and runs."""
+    """Names that would unblind an item: the campaign's companions (name, model id) and runs.
+
+    Read from the campaign's `name_lists` annotations when it was read with them."""
+    if not hasattr(campaign, "run_names"):
+        campaign = Campaign.objects.annotate(**name_lists()).only("pk").get(pk=campaign.pk)
     names = set()
-    for name, model_id in CompanionModel.objects.filter(campaigns=campaign).values_list(
-        "name", "model_id"
-    ):
-        names.update((name, model_id))
-    names.update(GenerationRun.objects.filter(campaigns=campaign).values_list("name", flat=True))
+    for listed in (campaign.companion_names, campaign.companion_model_ids, campaign.run_names):
+        names.update(n for n in json.loads(listed or "[]") if isinstance(n, str))
     return sorted((n.strip() for n in names if n and len(n.strip()) >= 2), key=len, reverse=True)
 
 
@@ -99,12 +129,20 @@ def scenario_payload(scenario) -> dict:
     }
 
 
+# What an item shows, from its comparison: the queue reads these with the comparison.
+ITEM_RELATED = ("scenario__persona", "response_a", "response_b")
+
+
 def _load(assignment: Assignment) -> Assignment:
-    """The assignment with what an item shows, in one query (no prompts, no companions)."""
+    """The assignment with what an item shows, in one query (no prompts, no companions), unless
+    it was read with them."""
+    comparison = assignment._state.fields_cache.get("comparison")
+    if comparison is not None and all(
+        name in comparison._state.fields_cache for name in ("scenario", "response_a", "response_b")
+    ):
+        return assignment
     return (
-        Assignment.objects.select_related(
-            "comparison__scenario__persona", "comparison__response_a", "comparison__response_b"
-        )
+        Assignment.objects.select_related(*(f"comparison__{path}" for path in ITEM_RELATED))
         .only(
             "key",
             "left_is_a",

@@ -85,6 +85,12 @@ class Campaign(models.Model):
     )
     seed = models.PositiveIntegerField(default=0, help_text="Seed for pairing and side draws.")
     created_at = models.DateTimeField(auto_now_add=True)
+    # The queue's counts (annotation.progress), so that progress reads no row per comparison:
+    # comparisons with fewer than k judgments = open_base - the tallies' `filled`, counted for
+    # k = counted_overlap (None: to count again, after comparisons were added or removed).
+    comparison_total = models.PositiveIntegerField(default=0, editable=False)
+    open_base = models.IntegerField(default=0, editable=False)
+    counted_overlap = models.PositiveSmallIntegerField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["-created_at"]
@@ -217,6 +223,32 @@ class Judgment(models.Model):
     @property
     def prefers_left(self) -> bool:
         return self.screen_preference < 0
+
+
+class AnnotatorTally(models.Model):
+    """One annotator's counts in one campaign, kept by the queue as judgments are stored:
+    `judged` (all their judgments there), `filled` (comparisons their judgment brought to k)
+    and `today` (their judgments on the local date `day`). One row per annotator, so
+    concurrent submissions never wait on a shared counter."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="tallies")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+"
+    )
+    judged = models.PositiveIntegerField(default=0)
+    filled = models.PositiveIntegerField(default=0)
+    day = models.DateField(null=True, blank=True)
+    today = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["campaign", "annotator"], name="one_tally_per_annotator"
+            )
+        ]
+
+    def __str__(self):
+        return f"{self.annotator_id} in {self.campaign_id}: {self.judged}"
 
 
 class AnnotatorExclusion(models.Model):

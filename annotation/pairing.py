@@ -18,6 +18,7 @@ from scenarios.filters import ScenarioFilter
 from scenarios.models import Response, Scenario
 
 from .models import Assignment, Campaign, Comparison, Judgment
+from .progress import recount_later
 
 if TYPE_CHECKING:
     import numpy as np
@@ -118,6 +119,7 @@ def build_comparisons(campaign: Campaign, incremental: bool = True) -> int:
         batch_size=2000,
         ignore_conflicts=True,
     )
+    recount_later(campaign)
     return campaign.comparisons.count() - before
 
 
@@ -223,4 +225,5 @@ def adaptive_top_up(campaign: Campaign, user, batch: int | None = None) -> int:
                 )
             )
         Comparison.objects.bulk_create(new, ignore_conflicts=True)
+        recount_later(campaign)
         return len(new)

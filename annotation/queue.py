@@ -14,15 +14,27 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.db import transaction
-from django.db.models import Count, Exists, F, IntegerField, OuterRef, Q, Subquery, Value
+from django.db.models import (
+    Count,
+    Exists,
+    F,
+    IntegerField,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+)
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from scenarios.models import Revision, Scenario
 from scenarios.services import CONTENT_FIELDS
 
+from .blinding import ITEM_RELATED
 from .models import RATING_DIMENSIONS, Assignment, Campaign, Comparison, Judgment
 from .pairing import adaptive_top_up
+from .progress import count_hand_out, count_judgment
 
 SKIP_REASONS = [
     ("cannot_judge", "I cannot judge this one"),
@@ -101,12 +113,8 @@ def current_assignment(user, campaign: Campaign) -> Assignment | None:
     )
     found = None
     for assignment in (
-        Assignment.objects.filter(
-            annotator=user,
-            comparison__campaign=campaign,
-            state=Assignment.State.OPEN,
-            lease_expires_at__gt=timezone.now(),
-        )
+        _open_items(user, campaign)
+        .select_related(*(f"comparison__{path}" for path in ITEM_RELATED))
         .annotate(scenario_changed=changed)
         .order_by("issued_at")
     ):
@@ -117,6 +125,22 @@ def current_assignment(user, campaign: Campaign) -> Assignment | None:
             state=Assignment.State.REJECTED, finished_at=timezone.now()
         )
     return found
+
+
+def _open_items(user, campaign) -> QuerySet:
+    """The user's open items with a live lease in the campaign (or an OuterRef to one)."""
+    return Assignment.objects.filter(
+        annotator=user,
+        comparison__campaign=campaign,
+        state=Assignment.State.OPEN,
+        lease_expires_at__gt=timezone.now(),
+    )
+
+
+def open_item_flag(user) -> dict:
+    """An annotation for a Campaign query: `has_open_item`, whether the user holds an item
+    there (without one, next_assignment need not look for it)."""
+    return {"has_open_item": Exists(_open_items(user, OuterRef("pk")))}
 
 
 CANDIDATES_PER_LOCK = 2
@@ -196,6 +220,7 @@ def _take(user, campaign: Campaign, gold: bool, now) -> Assignment | None:
         passed_over.extend(c.pk for c in batch)
     else:
         return None
+    count_hand_out(campaign, chosen)
     return Assignment.objects.create(
         comparison=chosen,
         annotator=user,
@@ -234,6 +259,7 @@ def _locked_batch(candidates, gold: bool, start: int) -> list[Comparison]:
     for part in parts:
         found.extend(
             candidates.filter(part)
+            .select_related(*ITEM_RELATED)  # what the item shows, read with the lock
             .order_by(*order)
             .select_for_update(skip_locked=True, of=("self",))[:CANDIDATES_PER_LOCK]
         )
@@ -241,23 +267,31 @@ def _locked_batch(candidates, gold: bool, start: int) -> list[Comparison]:
 
 
 def next_assignment(user, campaign: Campaign) -> Assignment | None:
-    """The annotator's current item, or a new one; None when nothing is left for them."""
+    """The annotator's current item, or a new one; None when nothing is left for them.
+
+    A campaign read with `open_item_flag` saying the user holds no item skips looking for it.
+    The rows locked here stay locked until the caller's transaction ends (the rating page and
+    API run each request in one)."""
     if campaign.state != Campaign.State.OPEN:
         raise CampaignNotOpen(NOT_OPEN)
-    existing = current_assignment(user, campaign)
+    existing = current_assignment(user, campaign) if _may_hold(campaign) else None
     if existing:
         return existing
     want_gold = campaign.gold_share > 0 and random.random() < campaign.gold_share
     now = timezone.now()
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):
         assignment = _take(user, campaign, gold=want_gold, now=now)
         if assignment is None and want_gold:
             assignment = _take(user, campaign, gold=False, now=now)
     adaptive = campaign.pairing == Campaign.Pairing.ADAPTIVE
     if assignment is None and adaptive and adaptive_top_up(campaign, user):
-        with transaction.atomic():
+        with transaction.atomic(savepoint=False):
             assignment = _take(user, campaign, gold=False, now=timezone.now())
     return assignment
+
+
+def _may_hold(campaign: Campaign) -> bool:
+    return getattr(campaign, "has_open_item", True)
 
 
 def _keyed_ratings(ratings: dict | None, left_is_a: bool) -> dict:
@@ -285,69 +319,94 @@ ITEM_CHANGED = (
 )
 
 
-def _shown_scenario(assignment: Assignment) -> tuple[Scenario, int | None] | None:
-    """The item's scenario, locked, and the number of its newest revision when the item was
-    issued, if it is still approved and its content has not changed since; else None.
+def _shown_scenario(issued_at) -> dict:
+    """Annotations for an Assignment query: whether the item's scenario is still approved with
+    the content it had when the item was issued (`scenario_ok`), and the number of its newest
+    revision then (`shown_revision`).
 
-    The scenario row stays locked until the transaction ends, so an edit cannot slip in
-    between this check and storing the judgment (it waits for us, or we see it)."""
-    issued_at = assignment.issued_at
+    Read in the statement that locks the scenario row (`_own_assignment`), which stays locked
+    until the transaction ends, so an edit cannot slip in between this check and storing the
+    judgment (it waits for us, or we see it)."""
+    scenario = OuterRef("comparison__scenario_id")
+    changed = Exists(
+        Revision.objects.filter(
+            scenario=scenario, created_at__gte=issued_at, changes__has_any_keys=list(CONTENT_FIELDS)
+        )
+    )
     shown = (
-        Revision.objects.filter(scenario=OuterRef("pk"), created_at__lte=issued_at)
+        Revision.objects.filter(scenario=scenario, created_at__lte=issued_at)
         .order_by("-number")
         .values("number")[:1]
     )
-    scenario = (
-        Scenario.objects.select_for_update(of=("self",))
-        .only("pk", "state", "content_hash")
-        .annotate(changed=_content_changed_since(issued_at), shown=Subquery(shown))
-        .get(pk=assignment.comparison.scenario_id)
-    )
-    if scenario.state != Scenario.State.APPROVED or scenario.changed:
-        return None
-    return scenario, scenario.shown
+    return {"scenario_changed": changed, "shown_revision": Subquery(shown)}
 
 
-def submit(user, key, submission: Submission) -> Judgment:
+def submit(user, key, submission: Submission, item: Assignment | None = None) -> Judgment:
     """Store one judgment for this assignment; a replay returns the stored one unchanged.
 
     Refused, storing nothing, when the campaign is not open (CampaignNotOpen) and when the
     item's scenario was edited or left the approved set after the item was issued
     (ItemChanged; the item is closed as rejected, since what was shown is no longer what the
     scenario says). The judgment records the scenario revision and content hash it was made on.
+    `item`: the assignment as `rated_item` read (and locked) it in the caller's transaction.
     """
     if submission.screen_preference not in (-2, -1, 0, 1, 2):
         raise QueueError("Choose a preference from A much better to B much better.")
     if len(submission.rationale) > 5000:
         raise QueueError("The rationale is limited to 5,000 characters.")
-    with transaction.atomic():
-        assignment = _own_assignment(user, key, lock=True)
-        if assignment.state == Assignment.State.SUBMITTED:
+    _keyed_ratings(submission.ratings, left_is_a=True)  # refused here, before the transaction
+    with transaction.atomic(savepoint=False):  # errors leave the block before they are raised
+        assignment, outcome = _answerable(user, key, item, "submit")
+        if assignment is not None and assignment.state == Assignment.State.SUBMITTED:
             return assignment.judgment
-        campaign = assignment.comparison.campaign  # read with the locked assignment: current
-        if campaign.state != Campaign.State.OPEN:
-            raise _not_open(campaign, "submit")
-        if assignment.state != Assignment.State.OPEN:
-            raise QueueError(f"This item was already {assignment.get_state_display().lower()}.")
-        comparison = Comparison.objects.select_for_update().get(pk=assignment.comparison_id)
-        now = timezone.now()
-        full = not comparison.is_gold and comparison.judgment_count >= campaign.overlap
-        shown = None if full else _shown_scenario(assignment)
-        if full or shown is None:
-            assignment.state = Assignment.State.REJECTED
-            assignment.finished_at = now
-            assignment.save(update_fields=["state", "finished_at"])
-        else:
-            judgment = _record(assignment, comparison, user, submission, now, shown)
-    if full:
-        raise QueueError("This item already has enough votes; here is the next one.")
-    if shown is None:
-        raise ItemChanged(ITEM_CHANGED)
-    return judgment
+        if outcome is None:
+            outcome = _refused_or_recorded(assignment, user, submission)
+    if isinstance(outcome, QueueError):
+        raise outcome
+    return outcome
 
 
-def _record(assignment, comparison, user, submission: Submission, now, shown) -> Judgment:
-    scenario, revision = shown
+def _refused_or_recorded(assignment, user, submission: Submission) -> QueueError | Judgment:
+    """Why the open item cannot take the judgment (closing it as rejected), or the judgment."""
+    comparison = assignment.comparison  # locked with the assignment: its count is current
+    if not comparison.is_gold and comparison.judgment_count >= comparison.campaign.overlap:
+        _close(assignment, Assignment.State.REJECTED)
+        return QueueError("This item already has enough votes; here is the next one.")
+    if assignment.scenario_changed or comparison.scenario.state != Scenario.State.APPROVED:
+        _close(assignment, Assignment.State.REJECTED)
+        return ItemChanged(ITEM_CHANGED)
+    return _record(assignment, comparison, user, submission, timezone.now())
+
+
+def _answerable(user, key, item, action: str) -> tuple[Assignment | None, QueueError | None]:
+    """The locked assignment (`item` when the caller read it), and why it cannot be answered
+    with `action`, if so; a replay (the state the action leaves) is not refused."""
+    try:
+        assignment = item or _own_assignment(user, key)
+    except NotYours as error:
+        return None, error
+    campaign = assignment.comparison.campaign
+    if assignment.state == REPLAY_STATE[action]:
+        return assignment, None
+    if campaign.state != Campaign.State.OPEN:
+        return assignment, _not_open(campaign, action)
+    if assignment.state != Assignment.State.OPEN:
+        return assignment, QueueError(
+            f"This item was already {assignment.get_state_display().lower()}."
+        )
+    return assignment, None
+
+
+def _close(assignment: Assignment, state: str, **fields) -> None:
+    assignment.state = state
+    assignment.finished_at = timezone.now()
+    for name, value in fields.items():
+        setattr(assignment, name, value)
+    assignment.save(update_fields=["state", "finished_at", *fields])
+
+
+def _record(assignment, comparison, user, submission: Submission, now) -> Judgment:
+    scenario = comparison.scenario
     judgment = Judgment.objects.create(
         assignment=assignment,
         comparison=comparison,
@@ -361,32 +420,26 @@ def _record(assignment, comparison, user, submission: Submission, now, shown) ->
         rationale=submission.rationale.strip(),
         time_on_task_ms=int((now - assignment.issued_at).total_seconds() * 1000),
         client_time_ms=submission.client_time_ms,
-        scenario_revision=revision,
+        scenario_revision=assignment.shown_revision,
         scenario_hash=scenario.content_hash,
     )
     Comparison.objects.filter(pk=comparison.pk).update(judgment_count=F("judgment_count") + 1)
-    assignment.state = Assignment.State.SUBMITTED
-    assignment.finished_at = now
-    assignment.save(update_fields=["state", "finished_at"])
+    count_judgment(comparison.campaign, user, comparison)
+    _close(assignment, Assignment.State.SUBMITTED)
     return judgment
 
 
-def skip(user, key, reason: str, note: str = "") -> Assignment:
+def skip(user, key, reason: str, note: str = "", item: Assignment | None = None) -> Assignment:
     reasons = dict(SKIP_REASONS)
     if reason not in reasons:
         raise QueueError("Choose why you skip this item.")
-    with transaction.atomic():
-        assignment = _own_assignment(user, key, lock=True)
-        if assignment.state == Assignment.State.SKIPPED:
-            return assignment
-        if assignment.comparison.campaign.state != Campaign.State.OPEN:
-            raise _not_open(assignment.comparison.campaign, "skip")
-        if assignment.state != Assignment.State.OPEN:
-            raise QueueError(f"This item was already {assignment.get_state_display().lower()}.")
-        assignment.state = Assignment.State.SKIPPED
-        assignment.skip_reason = f"{reason}: {note.strip()}"[:300] if note.strip() else reason
-        assignment.finished_at = timezone.now()
-        assignment.save(update_fields=["state", "skip_reason", "finished_at"])
+    with transaction.atomic(savepoint=False):  # errors leave the block before they are raised
+        assignment, refused = _answerable(user, key, item, "skip")
+        if not refused and assignment.state == Assignment.State.OPEN:
+            why = f"{reason}: {note.strip()}"[:300] if note.strip() else reason
+            _close(assignment, Assignment.State.SKIPPED, skip_reason=why)
+    if refused:
+        raise refused
     return assignment
 
 
@@ -394,16 +447,17 @@ def skip(user, key, reason: str, note: str = "") -> Assignment:
 REPLAY_STATE = {"submit": Assignment.State.SUBMITTED, "skip": Assignment.State.SKIPPED}
 
 
-def rated_item(user, key) -> tuple[Assignment, Campaign]:
+def rated_item(user, key, **annotations) -> tuple[Assignment, Campaign]:
     """The user's assignment by key and its campaign, as the rating page and the API look it
     up before reading a submit or skip: NotYours (shown as a 404, never a 403) unless the user
-    still rates in that campaign."""
-    assignment = _own_assignment(user, key)
-    campaign = Campaign.objects.filter(
-        pk=assignment.comparison.campaign_id, annotators=user
-    ).first()
-    if campaign is None:
+    still rates in that campaign. Read as `submit` and `skip` need it, locked until the
+    caller's transaction ends; `annotations` are added to the campaign."""
+    assignment = _own_assignment(user, key, rates=True, **annotations)
+    if not assignment.rates:
         raise NotYours("No such item.")
+    campaign = assignment.comparison.campaign
+    for name in annotations:
+        setattr(campaign, name, getattr(assignment, name))
     return assignment, campaign
 
 
@@ -414,10 +468,21 @@ def check_open(assignment: Assignment, campaign: Campaign, action: str) -> None:
         raise _not_open(campaign, action)
 
 
-def _own_assignment(user, key, lock: bool = False) -> Assignment:
-    queryset = Assignment.objects.select_related("comparison__campaign")
-    if lock:
-        queryset = queryset.select_for_update(of=("self",))
+def _own_assignment(user, key, rates: bool = False, **annotations) -> Assignment:
+    """The user's assignment with its comparison, campaign and scenario, the assignment,
+    comparison and scenario rows locked (in one statement), and `_shown_scenario`'s answers;
+    `rates`: whether the user still rates in the campaign."""
+    if rates:
+        annotations["rates"] = Exists(
+            Campaign.annotators.through.objects.filter(
+                campaign_id=OuterRef("comparison__campaign_id"), user_id=user.pk
+            )
+        )
+    queryset = (
+        Assignment.objects.select_related("comparison__campaign", "comparison__scenario")
+        .select_for_update(of=("self", "comparison", "comparison__scenario"))
+        .annotate(**_shown_scenario(OuterRef("issued_at")), **annotations)
+    )
     try:
         assignment = queryset.get(key=key)
     except (Assignment.DoesNotExist, ValueError, TypeError) as error:
@@ -425,34 +490,3 @@ def _own_assignment(user, key, lock: bool = False) -> Assignment:
     if assignment.annotator_id != user.pk:
         raise NotYours("No such item.")  # same answer as a missing one: nothing leaks
     return assignment
-
-
-@dataclass
-class AnnotatorProgress:
-    done_today: int
-    done_total: int
-    left_for_me: int
-    campaign_done: int
-    campaign_target: int
-
-
-def progress_for(user, campaign: Campaign) -> AnnotatorProgress:
-    start_of_day = timezone.localtime().replace(hour=0, minute=0, second=0, microsecond=0)
-    mine = Judgment.objects.filter(annotator=user, comparison__campaign=campaign)
-    seen = Assignment.objects.filter(annotator=user, comparison__campaign=campaign).values(
-        "comparison_id"
-    )
-    regular = campaign.comparisons.filter(is_gold=False)
-    return AnnotatorProgress(
-        done_today=mine.filter(created_at__gte=start_of_day).count(),
-        done_total=mine.count(),
-        left_for_me=regular.filter(
-            judgment_count__lt=campaign.overlap, scenario__state=Scenario.State.APPROVED
-        )
-        .exclude(pk__in=seen)
-        .count(),
-        campaign_done=Judgment.objects.filter(
-            comparison__campaign=campaign, comparison__is_gold=False
-        ).count(),
-        campaign_target=regular.count() * campaign.overlap,
-    )

@@ -8,6 +8,7 @@ from h2htalk.models import Job, State
 
 from .models import Campaign, Comparison
 from .pairing import available_responses, build_comparisons, choose_pairs
+from .progress import recount_later
 
 BUILD_KIND = "campaign_build"
 STEPS = 3
@@ -52,6 +53,7 @@ def prune_comparisons(campaign: Campaign) -> int:
             removed += (
                 Comparison.objects.filter(pk__in=locked).delete()[1].get(Comparison._meta.label, 0)
             )
+    recount_later(campaign)
     return removed
 
 

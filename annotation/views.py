@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.contrib import messages
+from django.db import transaction
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
@@ -24,11 +25,12 @@ from h2htalk.roles import ANNOTATOR, role_required
 
 from . import queue
 from .access import rating_campaign_or_404, rating_campaigns
-from .blinding import blind_names, campaign_texts, item_payload
+from .blinding import blind_names, campaign_texts, item_payload, name_lists
 from .campaigns import progress_percent
 from .forms import RatingForm, SkipForm
 from .markdown import render_markdown
 from .models import Assignment, Campaign
+from .progress import progress_counts, progress_for
 
 # ---------------------------------------------------------------- page pieces
 
@@ -36,7 +38,7 @@ from .models import Assignment, Campaign
 def _campaign_context(user, campaign: Campaign, names: list[str], on_screen: bool) -> dict:
     """The campaign's blind texts and the user's progress; `on_screen`: an item is handed out
     to the user, which "left for me" counts too (progress_for leaves out what was handed out)."""
-    progress = queue.progress_for(user, campaign)
+    progress = progress_for(user, campaign)
     texts = campaign_texts(campaign, names)
     return {
         "campaign": campaign,
@@ -163,6 +165,7 @@ def home(request):
     return render(request, "annotation/home.html", {"rows": rows})
 
 
+@transaction.atomic  # one transaction per request: the queue's locks end with it
 @role_required(ANNOTATOR)
 def rate(request, campaign_id):
     """The rating page: the current item (or a new one), guidelines, progress."""
@@ -184,12 +187,13 @@ def _skip_forms(data) -> tuple[SkipForm, dict]:
     return form, {**again, "skip_open": True}
 
 
-def _store_submit(user, key, form: RatingForm):
-    return queue.submit(user, key, form.submission())
+def _store_submit(user, item, form: RatingForm):
+    return queue.submit(user, item.key, form.submission(), item=item)
 
 
-def _store_skip(user, key, form: SkipForm):
-    return queue.skip(user, key, form.cleaned_data["skip_reason"], form.cleaned_data["skip_note"])
+def _store_skip(user, item, form: SkipForm):
+    data = form.cleaned_data
+    return queue.skip(user, item.key, data["skip_reason"], data["skip_note"], item=item)
 
 
 @dataclass(frozen=True)
@@ -200,7 +204,7 @@ class _Answer:
     replay_notice: str
     stored_notice: str
     forms: Callable  # POST data -> (the answer's bound form, item fields to show it again)
-    store: Callable  # (user, key, valid form) -> stored in the queue
+    store: Callable  # (user, item from queue.rated_item, valid form) -> stored in the queue
 
 
 SUBMIT = _Answer(
@@ -223,7 +227,12 @@ def _answer(request, key, answer: _Answer):
     """Store a submit or skip once its form is valid, then answer with the next item; an open
     item whose form is refused is shown again with what was entered and why."""
     try:
-        assignment, campaign = queue.rated_item(request.user, key)
+        assignment, campaign = queue.rated_item(
+            request.user,
+            key,
+            **name_lists("comparison__campaign_id"),
+            **progress_counts(request.user),
+        )
     except queue.NotYours as error:
         raise Http404("No such item.") from error
     names = blind_names(campaign)
@@ -241,7 +250,7 @@ def _answer(request, key, answer: _Answer):
         error = f"This item was already {assignment.get_state_display().lower()}."
         return _answer_next(request, campaign, names, error=error)
     try:
-        answer.store(request.user, key, form)
+        answer.store(request.user, assignment, form)
     except queue.NotYours as error:
         raise Http404("No such item.") from error
     except queue.CampaignNotOpen as error:
@@ -252,6 +261,7 @@ def _answer(request, key, answer: _Answer):
 
 
 @require_POST
+@transaction.atomic
 @role_required(ANNOTATOR)
 def submit(request, key):
     """Store the judgment for this item (the key makes it idempotent), then the next item."""
@@ -259,6 +269,7 @@ def submit(request, key):
 
 
 @require_POST
+@transaction.atomic
 @role_required(ANNOTATOR)
 def skip(request, key):
     """Skip this item with a reason (it does not count), then the next item."""

@@ -46,6 +46,8 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import exceptions
 from rest_framework.authtoken.views import ObtainAuthToken
 
+from h2htalk.roles import remember_roles, with_roles
+
 PREFIX = "login-throttle"
 
 
@@ -206,6 +208,16 @@ class ThrottledModelBackend(ModelBackend):
         user = super().authenticate(request, username=username, password=password, **kwargs)
         if user is not None:
             reservation.succeeded()
+        return user
+
+    def get_user(self, user_id):
+        """The session's user, with their roles read in the same query (`roles.with_roles`)."""
+        from django.contrib.auth import get_user_model
+
+        user = with_roles(get_user_model()._default_manager.filter(pk=user_id)).first()
+        if user is None or not self.user_can_authenticate(user):
+            return None
+        remember_roles(user, user)
         return user
 
     @staticmethod

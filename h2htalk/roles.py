@@ -8,6 +8,8 @@ from functools import wraps
 
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
+from django.db.models import Exists, OuterRef
+from rest_framework.authentication import TokenAuthentication
 from rest_framework.permissions import BasePermission
 
 ADMIN = "admin"
@@ -34,6 +36,23 @@ def user_roles(user) -> frozenset[str]:
     return cached
 
 
+def with_roles(queryset, user: str = "pk"):
+    """`queryset` (of users, or of rows whose field `user` is a user's id) with the user's role
+    groups read in the same query; `remember_roles` hands them to `user_roles`."""
+    from django.contrib.auth import get_user_model
+
+    member = get_user_model().groups.through.objects.filter(user_id=OuterRef(user))
+    return queryset.annotate(
+        **{f"role_{role}": Exists(member.filter(group__name=role)) for role in ROLES}
+    )
+
+
+def remember_roles(user, row) -> None:
+    """Give `user` the roles `with_roles` read on `row` (the user or a row pointing to them)."""
+    names = {role for role in ROLES if getattr(row, f"role_{role}")}
+    user._h2h_roles = frozenset({ADMIN} if user.is_superuser else set()) | names
+
+
 def has_role(user, *roles: str) -> bool:
     mine = user_roles(user)
     return ADMIN in mine or any(role in mine for role in roles)
@@ -55,6 +74,18 @@ def role_required(*roles: str):
         return wrapped
 
     return decorator
+
+
+class RolesTokenAuthentication(TokenAuthentication):
+    """DRF's token authentication, reading the user's roles with the token and the user."""
+
+    def authenticate_credentials(self, key):
+        model = self.get_model()
+        token = with_roles(model.objects.select_related("user"), "user_id").filter(key=key).first()
+        if token is None or not token.user.is_active:
+            return super().authenticate_credentials(key)  # DRF's answer (and its message)
+        remember_roles(token.user, token)
+        return token.user, token
 
 
 class HasRole(BasePermission):

@@ -241,7 +241,7 @@ else:
 REST_FRAMEWORK = {
     # Token first: its WWW-Authenticate header makes a missing or wrong token a 401, not a 403.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "h2htalk.roles.RolesTokenAuthentication",  # DRF's, reading the roles with the user
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -267,6 +267,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
 }
+
+# Sessions are read from the cache (Redis) and written through to the database: a page
+# request reads no session row, and a session outlives a cache flush.
+SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
 
 # Hardened when not in debug; `manage.py check --deploy` reads these.
 SESSION_COOKIE_HTTPONLY = True

@@ -9,6 +9,7 @@ from django.utils import timezone
 from annotation import queue
 from annotation.models import Assignment, Campaign, Comparison, Judgment
 from annotation.pairing import choose_pairs
+from annotation.progress import progress_for
 from tests.annotation import factories
 
 
@@ -168,11 +169,11 @@ def test_closed_campaign_hands_out_nothing(campaign, raters):
 
 def test_progress_counts_only_what_can_be_handed_out(campaign, raters):
     """A scenario sent back to review leaves the queue, so it leaves "left for me" too."""
-    assert queue.progress_for(raters[0], campaign).left_for_me == 12
+    assert progress_for(raters[0], campaign).left_for_me == 12
     scenario = campaign.comparisons.first().scenario
     scenario.state = scenario.State.IN_REVIEW
     scenario.save()
-    assert queue.progress_for(raters[0], campaign).left_for_me == 9
+    assert progress_for(raters[0], campaign).left_for_me == 9
 
 
 def test_rebuild_with_random_pairing_only_pairs_new_scenarios(researcher, raters):

@@ -1,0 +1,198 @@
+"""An annotator's progress in a campaign, in one query that reads no row per comparison or vote.
+
+The counts come from counters and from index ranges that stay small whatever the campaign's or
+the database's size: the annotator's tally (their judgments, kept by the queue), the sum of the
+campaign's tallies (one row per annotator), the campaign's gold comparisons, the annotator's own
+assignments, and the campaign's counts of comparisons (`Campaign.open_base`,
+`Campaign.comparison_total`), taken again after comparisons were added or removed or k changed.
+
+Which comparisons are gold and which scenarios are approved is read live, so marking gold or
+sending a scenario back to review needs no recount:
+
+- left for me = comparisons with fewer than k judgments (open_base - Σ filled)
+  - open gold ones - open regular ones of a scenario not approved - open ones I was handed;
+- campaign done = Σ judged - judgments on gold comparisons (their judgment counts).
+"""
+
+from dataclasses import dataclass
+
+from django.db.models import (
+    Case,
+    Count,
+    F,
+    IntegerField,
+    OuterRef,
+    Subquery,
+    Sum,
+    TextField,
+    Value,
+    When,
+)
+from django.db.models.expressions import RawSQL
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from scenarios.models import Scenario
+
+from .models import AnnotatorTally, Campaign, Comparison
+
+NOT_APPROVED = [state for state in Scenario.State.values if state != Scenario.State.APPROVED]
+assert len(NOT_APPROVED) == 3, "_COUNTS_SQL lists the states that are not approved"
+
+
+@dataclass
+class AnnotatorProgress:
+    done_today: int
+    done_total: int
+    left_for_me: int
+    campaign_done: int
+    campaign_target: int
+
+
+def recount_later(campaign: Campaign) -> None:
+    """Comparisons were added or removed: the next progress read counts them again."""
+    Campaign.objects.filter(pk=campaign.pk).update(counted_overlap=None)
+    campaign.counted_overlap = None
+
+
+def _recount(campaign: Campaign) -> None:
+    """One statement, so the comparisons and the tallies are read in the same snapshot: a
+    judgment filling a comparison is in both or in neither."""
+    here = OuterRef("pk")
+    k = campaign.overlap
+    comparisons = Comparison.objects.filter(campaign=here).values("campaign")
+    tallies = AnnotatorTally.objects.filter(campaign=here).values("campaign")
+    Campaign.objects.filter(pk=campaign.pk).update(
+        comparison_total=_total(comparisons, Count("pk")),
+        open_base=_total(comparisons.filter(judgment_count__lt=k), Count("pk"))
+        + _total(tallies, Sum("filled")),
+        counted_overlap=k,
+    )
+    campaign.counted_overlap = k
+
+
+def _total(rows, aggregate) -> Coalesce:
+    """`aggregate` over `rows` (grouped by one value: the campaign or the user) as a subquery,
+    0 when there are none."""
+    value = Subquery(rows.annotate(n=aggregate).values("n")[:1])
+    return Coalesce(value, Value(0), output_field=IntegerField())
+
+
+COUNTS = (
+    *("today", "mine", "judged", "filled"),
+    *("gold_n", "gold_votes", "gold_open", "withdrawn", "handed"),
+)
+# The counts as one text value "today,mine,…" (in COUNTS order), for any query in which the
+# table annotation_campaign is the campaign: written out, since the ORM takes milliseconds to
+# build and compile nine subqueries on every request. Each reads one annotator's row, the
+# campaign's tallies (one per annotator), its gold comparisons, comparisons of scenarios not
+# approved, or the annotator's own assignments — by index, never a row per comparison or vote.
+_COUNTS_SQL = " || ',' || ".join(
+    f"COALESCE(({sql}), 0)"
+    for sql in (
+        "SELECT CASE WHEN t.day = %s THEN t.today ELSE 0 END FROM annotation_annotatortally t"
+        " WHERE t.campaign_id = annotation_campaign.id AND t.annotator_id = %s",
+        "SELECT t.judged FROM annotation_annotatortally t"
+        " WHERE t.campaign_id = annotation_campaign.id AND t.annotator_id = %s",
+        "SELECT SUM(t.judged) FROM annotation_annotatortally t"
+        " WHERE t.campaign_id = annotation_campaign.id",
+        "SELECT SUM(t.filled) FROM annotation_annotatortally t"
+        " WHERE t.campaign_id = annotation_campaign.id",
+        "SELECT COUNT(*) FROM annotation_comparison c"
+        " WHERE c.campaign_id = annotation_campaign.id AND c.is_gold",
+        "SELECT SUM(c.judgment_count) FROM annotation_comparison c"
+        " WHERE c.campaign_id = annotation_campaign.id AND c.is_gold",
+        "SELECT COUNT(*) FROM annotation_comparison c"
+        " WHERE c.campaign_id = annotation_campaign.id AND c.is_gold"
+        " AND c.judgment_count < annotation_campaign.overlap",
+        "SELECT COUNT(*) FROM annotation_comparison c"
+        " JOIN scenarios_scenario s ON s.id = c.scenario_id"
+        " WHERE c.campaign_id = annotation_campaign.id AND NOT c.is_gold"
+        " AND c.judgment_count < annotation_campaign.overlap AND s.state IN (%s, %s, %s)",
+        "SELECT COUNT(*) FROM annotation_assignment a"
+        " JOIN annotation_comparison c ON c.id = a.comparison_id"
+        " JOIN scenarios_scenario s ON s.id = c.scenario_id"
+        " WHERE a.annotator_id = %s AND c.campaign_id = annotation_campaign.id"
+        " AND NOT c.is_gold AND c.judgment_count < annotation_campaign.overlap"
+        " AND s.state = %s",
+    )
+)
+
+
+def progress_counts(user) -> dict:
+    """An annotation, `progress`, for a query of campaigns, or of rows joined to their
+    campaign (select_related): the counts `progress_for` reads, in the query that reads the
+    campaign anyway."""
+    params = [timezone.localdate(), user.pk, user.pk, *NOT_APPROVED, user.pk]
+    params.append(Scenario.State.APPROVED)
+    sql = RawSQL(_COUNTS_SQL, params, output_field=TextField())  # noqa: S611 - values are params
+    return {"progress": sql}
+
+
+def progress_for(user, campaign: Campaign) -> AnnotatorProgress:
+    """The counts as the campaign was read with `progress_counts` (plus what this request
+    changed since: `count_hand_out`, `count_judgment`), or as read now."""
+    if campaign.counted_overlap != campaign.overlap:
+        _recount(campaign)
+        campaign = Campaign.objects.annotate(**progress_counts(user)).get(pk=campaign.pk)
+    elif not hasattr(campaign, "progress"):
+        campaign = Campaign.objects.annotate(**progress_counts(user)).get(pk=campaign.pk)
+    n = _counts(campaign)
+    left = campaign.open_base - n["filled"] - n["gold_open"] - n["withdrawn"] - n["handed"]
+    return AnnotatorProgress(
+        done_today=n["today"],
+        done_total=n["mine"],
+        left_for_me=left,
+        campaign_done=n["judged"] - n["gold_votes"],
+        campaign_target=(campaign.comparison_total - n["gold_n"]) * campaign.overlap,
+    )
+
+
+def _counts(campaign: Campaign) -> dict:
+    """The campaign's `progress_counts`, read from their text once."""
+    if isinstance(campaign.progress, str):
+        campaign.progress = dict(zip(COUNTS, map(int, campaign.progress.split(",")), strict=True))
+    return campaign.progress
+
+
+def _add(campaign: Campaign, **changes) -> None:
+    """What this request changed, added to the counts the campaign was read with."""
+    if hasattr(campaign, "progress"):
+        counts = _counts(campaign)
+        for name, change in changes.items():
+            counts[name] += change
+
+
+def count_hand_out(campaign: Campaign, comparison: Comparison) -> None:
+    """The queue handed `comparison` to the user: one fewer left for them (a regular one)."""
+    _add(campaign, handed=0 if comparison.is_gold else 1)
+
+
+def count_judgment(campaign: Campaign, annotator, comparison: Comparison) -> None:
+    """The queue stored a judgment of `annotator` on `comparison` (locked, its count read
+    before this judgment). The first one makes the annotator's row (INSERT … ON CONFLICT DO
+    NOTHING: a concurrent first judgment of theirs cannot fail on it)."""
+    fills = comparison.judgment_count + 1 == campaign.overlap
+    mine = AnnotatorTally.objects.filter(campaign=campaign, annotator=annotator)
+    day = timezone.localdate()
+    change = {
+        "judged": F("judged") + 1,
+        "filled": F("filled") + int(fills),
+        "today": Case(When(day=day, then=F("today") + 1), default=Value(1)),
+        "day": Value(day),
+    }
+    if not mine.update(**change):
+        AnnotatorTally.objects.bulk_create(
+            [AnnotatorTally(campaign=campaign, annotator=annotator)], ignore_conflicts=True
+        )
+        mine.update(**change)
+    _add(
+        campaign,
+        today=1,
+        mine=1,
+        judged=1,
+        filled=int(fills),
+        gold_votes=int(comparison.is_gold),
+        gold_open=-int(comparison.is_gold and fills),
+        handed=-int(not comparison.is_gold and fills),  # no longer open: not "left" either
+    )

@@ -1,0 +1,73 @@
+"""Statements per rating call: the API's next and submit, the rating page and its htmx submit.
+
+Each request runs in one transaction (pytest's transactional database, so the view's atomic
+block is a real transaction, as under gunicorn, and not a savepoint): what is counted is the
+statements sent (BEGIN and COMMIT included), whatever the size of the campaign or of the
+database. An annotator's first judgment in a campaign makes their tally row: two more.
+"""
+
+import json
+import re
+
+import pytest
+from django.urls import reverse
+
+from annotation.models import Judgment
+from tests.annotation import factories
+from tests.annotation.test_rating_api import next_url, submit_url, token_client
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+PER_CALL = 8  # every rating API call and page render
+PER_HTMX_ANSWER = 14  # an htmx submit stores the answer and renders the next item (two calls)
+HTMX = {"HX-Request": "true", "HX-Target": "item"}
+
+
+@pytest.fixture
+def raters(roles, django_user_model):
+    return factories.annotators(django_user_model, 2)
+
+
+@pytest.fixture
+def campaign(researcher, raters):
+    made = factories.campaign(researcher, raters, n_scenarios=3, overlap=2)
+    factories.campaign(researcher, raters, n_scenarios=2, overlap=2, name="elsewhere")
+    return made
+
+
+def test_api_next_and_submit_each_send_at_most_eight_statements(
+    campaign, raters, django_assert_max_num_queries
+):
+    api = token_client(raters[0])
+    api.get("/api/rate/campaigns/")  # the first progress read counts the new comparisons
+    for cycle in range(3):
+        with django_assert_max_num_queries(PER_CALL):
+            item = api.post(next_url(campaign.pk))
+        assert item.status_code == 200
+        with django_assert_max_num_queries(PER_CALL):
+            assert api.post(next_url(campaign.pk)).json()["key"] == item.json()["key"]
+        with django_assert_max_num_queries(PER_CALL + (2 if cycle == 0 else 0)):  # + tally row
+            stored = api.post(
+                submit_url(item.json()["key"]), json.dumps({"preference": 1}), "application/json"
+            )
+        assert stored.status_code == 200
+        assert (
+            stored.json()["progress"]["done_total"]
+            == Judgment.objects.filter(annotator=raters[0]).count()
+        )
+
+
+def test_the_rating_page_and_its_htmx_submit_stay_within_their_budgets(
+    campaign, raters, client, django_assert_max_num_queries
+):
+    client.force_login(raters[1])
+    client.get(reverse("annotation:home"))  # the first progress read counts the comparisons
+    for cycle in range(3):
+        with django_assert_max_num_queries(PER_CALL):
+            page = client.get(reverse("annotation:rate", args=[campaign.pk]))
+        key = re.search(r"/a/([0-9a-f-]{36})/submit/", page.content.decode()).group(1)
+        with django_assert_max_num_queries(PER_HTMX_ANSWER + (2 if cycle == 0 else 0)):
+            answer = client.post(
+                reverse("annotation:submit", args=[key]), {"preference": "1"}, headers=HTMX
+            )
+        assert answer.status_code == 200 and b"Saved." in answer.content
