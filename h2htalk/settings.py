@@ -266,6 +266,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Two different "state" choice sets (campaigns, background work) keep readable names.
+    "ENUM_NAME_OVERRIDES": {"CampaignStateEnum": "annotation.models.Campaign.State"},
 }
 
 # Hardened when not in debug; `manage.py check --deploy` reads these.
