@@ -288,15 +288,12 @@ def _campaign_form(request, campaign: Campaign | None) -> CampaignForm:
 
 REFUSED = OpenApiResponse(ErrorSerializer, description="Not allowed in the campaign's state.")
 INVALID = OpenApiResponse(description="Invalid: {field: [messages]} (`__all__`: across fields).")
-PEOPLE = {
-    "annotators": ("annotators", "annotator pool"),
-    "members": ("members", "members (researchers who manage it)"),
-}
+PEOPLE = {"annotators": "annotator pool", "members": "members (researchers who manage it)"}
 
 
 def _people_schema(pool: str):
     """GET and POST documentation of a people list (annotators, members)."""
-    _, label = PEOPLE[pool]
+    label = PEOPLE[pool]
 
     def decorate(view):
         view = extend_schema(
@@ -399,7 +396,7 @@ class CampaignViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
         """The campaign page's numbers: judgments done of the target, coverage, gold, and the
         monitoring table per annotator (speed, gold accuracy, side bias, skips)."""
         campaign = self.get_object()
-        numbers = {**campaigns.campaign_overview(campaign)}
+        numbers = campaigns.campaign_overview(campaign)
         numbers.update(campaigns.annotator_monitoring(campaign))
         return Response(MonitoringSerializer(numbers).data)
 

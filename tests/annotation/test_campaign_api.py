@@ -261,6 +261,14 @@ def test_create_validation_errors_name_the_field(
     assert not Campaign.objects.exists() and not Job.objects.exists()
 
 
+def test_names_are_unique(researcher, campaign):
+    models, run = seed_responses(researcher)
+    response = send(
+        token_client(researcher), "post", CAMPAIGNS, _create_body(models, run, name=campaign.name)
+    )
+    assert response.status_code == 400 and "already exists" in response.json()["name"][0]
+
+
 def test_transition_refusals_are_the_pages(researcher_client, researcher, campaign):
     paused = send(researcher_client, "post", url(campaign.pk, "transition"), {"action": "pause"})
     assert paused.json()["state"] == "paused"
@@ -288,10 +296,11 @@ def test_gold_validation_is_the_gold_pages(researcher_client, researcher, campai
     assert wrong.status_code == 400 and "gold_preference" in wrong.json()
     other = factories.campaign(researcher, [], n_scenarios=1)
     elsewhere = other.comparisons.first()
-    missing = send(
-        researcher_client, "post", gold_url, {"comparison": elsewhere.pk, "gold_preference": 1}
-    )
-    assert missing.status_code == 404
+    for pk in (elsewhere.pk, 10**20):  # another campaign's; beyond any integer column
+        missing = send(
+            researcher_client, "post", gold_url, {"comparison": pk, "gold_preference": 1}
+        )
+        assert missing.status_code == 404
     assert not Comparison.objects.filter(is_gold=True).exists()
 
 
