@@ -2,6 +2,7 @@
 
 from django import forms
 from django.contrib.auth import get_user_model
+from django.db.models import QuerySet
 from django.http import QueryDict
 
 from h2htalk.formfields import ModelMultipleChoiceField
@@ -31,6 +32,34 @@ def normalise_query(raw: str) -> str:
     params = QueryDict(query, mutable=True)
     params.pop("page", None)
     return params.urlencode() or DEFAULT_SCENARIO_QUERY
+
+
+def annotator_choices() -> QuerySet:
+    """Who may be in a campaign's annotator pool: users with the annotator role."""
+    users = get_user_model().objects.order_by("username")
+    return users.filter(groups__name=ANNOTATOR).distinct()
+
+
+def member_choices(owner) -> QuerySet:
+    """Who may be a member of `owner`'s campaign: the other researchers."""
+    users = get_user_model().objects.order_by("username")
+    researchers = users.filter(groups__name=RESEARCHER).distinct()
+    return researchers.exclude(pk=getattr(owner, "pk", None))
+
+
+def initial_data() -> dict:
+    """What the new-campaign page's form starts with, as form data (the API's defaults)."""
+    form = CampaignForm()
+    data = {name: form.get_initial_for_field(field, name) for name, field in form.fields.items()}
+    return {name: value for name, value in data.items() if value is not None}
+
+
+def stored_data(campaign: Campaign) -> dict:
+    """The campaign's stored settings as CampaignForm data (what its edit page starts from)."""
+    data = {name: getattr(campaign, name) for name in CampaignForm.Meta.fields}
+    for name in ("companions", "runs", "members", "annotators"):
+        data[name] = list(getattr(campaign, name).values_list("pk", flat=True))
+    return data
 
 
 class CampaignForm(forms.ModelForm):
@@ -125,11 +154,9 @@ class CampaignForm(forms.ModelForm):
 
     def __init__(self, *args, owner=None, **kwargs):
         super().__init__(*args, **kwargs)
-        users = get_user_model().objects.order_by("username")
         owner = self.instance.owner if self.instance.pk else owner
-        researchers = users.filter(groups__name=RESEARCHER).distinct()
-        self.fields["members"].queryset = researchers.exclude(pk=getattr(owner, "pk", None))
-        self.fields["annotators"].queryset = users.filter(groups__name=ANNOTATOR).distinct()
+        self.fields["members"].queryset = member_choices(owner)
+        self.fields["annotators"].queryset = annotator_choices()
         if not self.instance.pk:
             self.initial.setdefault("scenario_query", DEFAULT_SCENARIO_QUERY)
         if self.instance.pairing != Campaign.Pairing.FIXED:  # only routing makes fixed ones

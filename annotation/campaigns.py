@@ -19,7 +19,7 @@ from h2htalk.models import Job
 from scenarios.taxonomy import Subtask
 
 from .access import managed_campaigns
-from .campaign_forms import GoldForm
+from .campaign_forms import GoldForm, annotator_choices, member_choices
 from .models import RATING_DIMENSIONS, Campaign, Comparison, Judgment
 from .tasks import BUILD_KIND, queue_build
 
@@ -82,6 +82,53 @@ def campaigns_with_progress(user) -> list[Campaign]:
         campaign.target = campaign.n_regular * campaign.overlap
         campaign.percent = progress_percent(campaign.n_judged, campaign.target)
     return campaigns
+
+
+# ---------------------------------------------------------------- people
+
+# The campaign's two lists of people, and who may join each (the edit form's choices).
+POOLS = {
+    "annotators": (lambda owner: annotator_choices(), "users with the annotator role"),
+    "members": (member_choices, "researchers but the owner"),
+}
+
+
+class PoolRefused(Exception):
+    """Some names cannot be added or removed: `errors` is {"add" | "remove": [message]}."""
+
+    def __init__(self, errors: dict[str, list[str]]):
+        super().__init__(errors)
+        self.errors = errors
+
+
+def pool_refusal(pool: str, usernames) -> str:
+    """Why these users cannot join the pool (they are not among the form's choices)."""
+    return f"Only {POOLS[pool][1]} can be {pool}: not {', '.join(sorted(usernames))}."
+
+
+def change_pool(campaign: Campaign, pool: str, add=(), remove=()) -> None:
+    """Add and remove people (by username) in the campaign's `pool` ("annotators" or
+    "members") as its edit page may: only the form's choices join, only those in the list
+    leave. All or nothing: one wrong name changes nothing."""
+    choices = POOLS[pool][0]
+    people = getattr(campaign, pool)
+    joining = list(choices(campaign.owner).filter(username__in=add))
+    leaving = list(people.filter(username__in=remove))
+    errors = {}
+    refused = sorted(set(add) - {user.username for user in joining})
+    if refused:
+        errors["add"] = [pool_refusal(pool, refused)]
+    absent = sorted(set(remove) - {user.username for user in leaving})
+    if absent:
+        errors["remove"] = [f"Not among the {pool}: {', '.join(absent)}."]
+    both = sorted(set(add) & set(remove))
+    if both:
+        errors.setdefault("remove", []).append(f"Both added and removed: {', '.join(both)}.")
+    if errors:
+        raise PoolRefused(errors)
+    with transaction.atomic():
+        people.add(*joining)
+        people.remove(*leaving)
 
 
 # ---------------------------------------------------------------- progress
@@ -215,6 +262,12 @@ def gold_query(params) -> QueryDict:
 
 def gold_page(campaign: Campaign, query: QueryDict) -> Page:
     """One page of the campaign's comparisons, both texts and companions, filtered by `query`."""
+    return Paginator(gold_comparisons(campaign, query), GOLD_PAGE_SIZE).get_page(query.get("page"))
+
+
+def gold_comparisons(campaign: Campaign, query: QueryDict):
+    """The campaign's comparisons with both texts and companions, filtered by `query` (the gold
+    page's filters, from gold_query), in the gold page's order."""
     comparisons = (
         campaign.comparisons.select_related(
             "scenario", "response_a__companion", "response_b__companion"
@@ -228,7 +281,7 @@ def gold_page(campaign: Campaign, query: QueryDict) -> Page:
         comparisons = comparisons.filter(scenario__subtask=query["subtask"])
     if "gold" in query:
         comparisons = comparisons.filter(is_gold=query["gold"] == "1")
-    return Paginator(comparisons, GOLD_PAGE_SIZE).get_page(query.get("page"))
+    return comparisons
 
 
 def campaign_subtasks(campaign: Campaign) -> list[tuple[str, str]]:
@@ -250,6 +303,12 @@ def save_gold(campaign: Campaign, data: dict) -> list[tuple[int, str]]:
     comparison = campaign.comparisons.filter(pk=data["comparison"]).first()
     if comparison is None:
         return [(messages.ERROR, "No such comparison in this campaign.")]
+    return mark_gold(comparison, data)
+
+
+def mark_gold(comparison: Comparison, data: dict) -> list[tuple[int, str]]:
+    """Mark (`action` "mark", with `gold_preference` and `gold_note`) or unmark the comparison;
+    the (messages level, text) pairs of save_gold."""
     if data["action"] == "unmark":
         comparison.is_gold, comparison.gold_preference, comparison.gold_note = False, None, ""
         notes = [(messages.SUCCESS, f"Comparison {comparison.pk} is no longer gold.")]

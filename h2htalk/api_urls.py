@@ -2,6 +2,7 @@ from django.urls import include, path
 from rest_framework import routers
 
 from annotation.api import RatingAssignmentViewSet, RatingCampaignViewSet
+from annotation.campaign_api import CampaignViewSet
 from h2htalk.accounts.api import UserViewSet
 from h2htalk.auth import ObtainToken
 from h2htalk.parsers import DEFAULT as DEFAULT_PARSERS
@@ -28,6 +29,8 @@ router.register("personas", PersonaViewSet, basename="persona")
 router.register("companions", CompanionViewSet, basename="companion")
 router.register("runs", GenerationRunViewSet, basename="run")
 router.register("responses", ResponseViewSet, basename="response")
+# Campaigns, for the researchers who manage them (companion and annotator names).
+router.register("campaigns", CampaignViewSet, basename="campaign")
 # Rating, for annotators (blind: no model, response, comparison or run names or ids).
 router.register("rate/campaigns", RatingCampaignViewSet, basename="rate-campaign")
 router.register("rate/assignments", RatingAssignmentViewSet, basename="rate-assignment")

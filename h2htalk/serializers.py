@@ -11,6 +11,14 @@ class ErrorSerializer(serializers.Serializer):
     detail = serializers.CharField()
 
 
+def form_errors(form) -> dict[str, list[str]]:
+    """An invalid page form's errors as an API body: {field: [messages]} ("__all__" for the
+    rules across fields), for the APIs that validate through the page's form."""
+    return {
+        name: [e["message"] for e in errors] for name, errors in form.errors.get_json_data().items()
+    }
+
+
 class EndpointValidation:
     """validate_* methods of an endpoint's API serializer (companions, judges): the same checks
     as its edit form, on the fields of h2htalk.models.EndpointConfig."""

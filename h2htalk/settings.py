@@ -266,6 +266,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Two different "state" choice sets (campaigns, background work) keep readable names.
+    "ENUM_NAME_OVERRIDES": {"CampaignStateEnum": "annotation.models.Campaign.State"},
 }
 
 # Sessions are read from the cache (Redis) and written through to the database: a page

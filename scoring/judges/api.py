@@ -12,7 +12,7 @@ from h2htalk.api_summaries import summarised
 from h2htalk.fields import SlugRelatedField
 from h2htalk.roles import IsResearcher
 from h2htalk.run_api import CancelResumeActions
-from h2htalk.serializers import EndpointValidation
+from h2htalk.serializers import EndpointValidation, form_errors
 from scenarios.models import CompanionModel, GenerationRun
 from scoring.judges import judging, prompts, services
 from scoring.judges.forms import (
@@ -27,12 +27,6 @@ from scoring.judges.forms import (
 from scoring.judges.imports import VERDICT_VALUE_FIELDS
 from scoring.models import JudgeConfig, JudgeRun, JudgeVerdict
 from scoring.tasks import queue_judge_run
-
-
-def _form_errors(form) -> dict:
-    return {
-        name: [e["message"] for e in errors] for name, errors in form.errors.get_json_data().items()
-    }
 
 
 class JudgeConfigSerializer(EndpointValidation, serializers.ModelSerializer):
@@ -197,7 +191,7 @@ class JudgeRunSerializer(serializers.ModelSerializer):
             user=self.context["request"].user,
         )
         if not form.is_valid():
-            raise serializers.ValidationError(_form_errors(form))
+            raise serializers.ValidationError(form_errors(form))
         self._responses = form.selected_responses
         return attrs
 
