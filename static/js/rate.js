@@ -58,18 +58,13 @@
     }
   }
   document.addEventListener("visibilitychange", () => (document.hidden ? pauseClock() : resumeClock()));
-  // Submit without a preference (a click: the button is only aria-disabled) sends nothing and says why.
-  document.addEventListener(
-    "submit",
-    (event) => {
-      const submitter = event.submitter;
-      if (!submitter || !submitter.matches("[data-submit]") || chosenPreference()) return;
-      event.preventDefault();
-      event.stopImmediatePropagation();
-      hint("Choose a preference first (keys 1–5).");
-    },
-    true,
-  );
+  // Submit without a preference (the button is only aria-disabled, so the click arrives) sends
+  // nothing and says why, by the buttons, instead of the browser's bubble on the first radio.
+  document.addEventListener("click", (event) => {
+    if (!event.target.closest("[data-submit]") || chosenPreference()) return;
+    event.preventDefault();
+    hint("Choose a preference first (keys 1–5).");
+  });
   document.addEventListener("submit", writeClock, true); // before htmx reads the form
   document.addEventListener("htmx:confirm", writeClock);
 
