@@ -17,9 +17,14 @@
   const chosenReason = () => inForm('input[name="skip_reason"]:checked');
   const dialog = () => document.getElementById("shortcuts");
 
-  function hint(text) {
+  // The line under the buttons (role="alert": screen readers announce it). "alert" is for what
+  // stops the rater (red), "info" for what the keys do next.
+  function hint(text, tone = "alert") {
     const box = inForm("[data-hint]");
-    if (box) box.textContent = text;
+    if (!box) return;
+    box.textContent = text;
+    if (text) box.dataset.tone = tone;
+    else delete box.dataset.tone;
   }
 
   // ------------------------------------------------------------ visible time on the item
@@ -53,15 +58,24 @@
     }
   }
   document.addEventListener("visibilitychange", () => (document.hidden ? pauseClock() : resumeClock()));
+  // Submit without a preference (the button is only aria-disabled, so the click arrives) sends
+  // nothing and says why, by the buttons, instead of the browser's bubble on the first radio.
+  document.addEventListener("click", (event) => {
+    if (!event.target.closest("[data-submit]") || chosenPreference()) return;
+    event.preventDefault();
+    hint("Choose a preference first (keys 1–5).");
+  });
   document.addEventListener("submit", writeClock, true); // before htmx reads the form
   document.addEventListener("htmx:confirm", writeClock);
 
   // ------------------------------------------------------------ button states
   function refresh() {
     const submit = submitButton();
-    if (submit && !submit.hasAttribute("data-disabled-by-htmx")) {
-      submit.disabled = !chosenPreference();
-      submit.title = submit.disabled ? "Choose a preference first (keys 1–5)" : "";
+    if (submit) {
+      // aria-disabled, not disabled: a click still arrives and is answered with the alert.
+      const waiting = !chosenPreference();
+      submit.setAttribute("aria-disabled", String(waiting));
+      submit.title = waiting ? "Choose a preference first (keys 1–5)" : "";
     }
     const skip = skipButton();
     if (skip && !skip.hasAttribute("data-disabled-by-htmx")) skip.disabled = !chosenReason();
@@ -73,16 +87,31 @@
     }
   });
 
-  // ------------------------------------------------------------ a new item arrived
-  function scrollTranscripts() {
-    document.querySelectorAll("[data-transcript]").forEach((box) => {
-      box.scrollTop = box.scrollHeight; // the latest turns matter most
-    });
+  // ------------------------------------------------------------ nothing hides under the sticky strips
+  // The page's scroll padding is the progress strip's height (top) and the choice bar's (bottom):
+  // scrolling to the item, to a focused control or to the end of a response keeps it clear of both.
+  const GAP_PX = 8;
+  function padScrolling() {
+    const root = document.documentElement.style;
+    const strip = document.getElementById("progress");
+    const bar = inForm(".choice-bar");
+    root.scrollPaddingTop = strip ? `${strip.offsetHeight + GAP_PX}px` : "";
+    root.scrollPaddingBottom = bar ? `${bar.offsetHeight + GAP_PX}px` : "";
   }
+  const sizes = new ResizeObserver(padScrolling);
+  function watchSizes() {
+    sizes.disconnect();
+    for (const element of [document.getElementById("progress"), inForm(".choice-bar")]) {
+      if (element) sizes.observe(element);
+    }
+    padScrolling();
+  }
+
+  // ------------------------------------------------------------ a new item arrived
   function setUp({ focus }) {
     syncClockToItem();
     refresh();
-    scrollTranscripts();
+    watchSizes();
     const item = document.getElementById("item");
     if (!item || !focus) return;
     const panel = skipPanel();
@@ -91,8 +120,7 @@
     } else {
       item.focus({ preventScroll: true });
     }
-    item.scrollIntoView({ block: "start" });
-    window.scrollBy(0, -8);
+    item.scrollIntoView({ block: "start" }); // below the progress strip (scroll padding)
   }
   document.body.addEventListener("htmx:afterSettle", (event) => {
     if (event.target && event.target.id === "item") setUp({ focus: true });
@@ -149,7 +177,7 @@
     if (!panel) return;
     panel.open = true;
     focusReasons();
-    hint("Skipping: choose a reason (1–5), then Enter. Esc cancels.");
+    hint("Skipping: choose a reason (1–5), then Enter. Esc cancels.", "info");
   }
   function closeSkip() {
     const panel = skipPanel();

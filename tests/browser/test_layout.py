@@ -1,0 +1,313 @@
+"""Issue 15 (points 1, 2, 3 and 6), measured in Chromium at 1440×900 and 390×844.
+
+The rating page keeps its progress in sight, shows a long dialogue by page scrolling alone (the
+earlier turns behind a button that counts them), lets each response be scrolled clear of the
+sticky choice bar, and answers a submit without a choice with an alert by the buttons. No page
+of the site scrolls sideways on a phone, and "Log out" is always on screen.
+"""
+
+import io
+
+import pytest
+from django.core.management import call_command
+from django.urls import reverse
+from playwright.sync_api import expect
+
+from annotation.models import Campaign, Judgment
+from h2htalk.models import Job
+from scenarios.models import Persona, Response, Scenario
+from scoring.models import CalibratedJudge, JudgeConfig, JudgeRun, Release
+from tests.annotation import factories
+from tests.conftest import PASSWORD
+
+DESKTOP = {"width": 1440, "height": 900}
+PHONE = {"width": 390, "height": 844}
+SIZES = pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["1440x900", "390x844"])
+TURNS = 10
+SHOWN_TURNS = 2  # the exchange before the final message; the rest behind the button
+LONG = " ".join(["A long and careful reply that goes on so that its card is taller."] * 18)
+
+# The rectangles that matter, in viewport pixels.
+BOXES = """() => {
+  const box = (el) => (el ? el.getBoundingClientRect().toJSON() : null);
+  return {
+    progress: box(document.getElementById("progress")),
+    bar: box(document.querySelector(".choice-bar")),
+    item: box(document.getElementById("item")),
+    height: window.innerHeight,
+    width: window.innerWidth,
+  };
+}"""
+
+# Elements between `element` and the page that clip it: a box that scrolls or hides overflow
+# and has more content than room.
+CLIPPERS = """(element) => {
+  const clipping = [];
+  for (let box = element.parentElement; box && box !== document.body; box = box.parentElement) {
+    const style = getComputedStyle(box);
+    const clips = [style.overflowY, style.overflowX].some((v) => ["auto", "scroll", "hidden", "clip"].includes(v));
+    if (clips && (box.scrollHeight > box.clientHeight + 1 || box.scrollWidth > box.clientWidth + 1)) {
+      clipping.push(box.tagName + "." + box.className);
+    }
+  }
+  return clipping;
+}"""
+
+
+@pytest.fixture
+def rater(roles, django_user_model):
+    return factories.annotators(django_user_model, 1)[0]
+
+
+@pytest.fixture
+def campaign(researcher, rater):
+    made = factories.campaign(researcher, [rater], n_scenarios=3, overlap=3, name="Layout study")
+    persona = Persona.objects.create(name="Lin", summary="A calm friend from university")
+    history = [
+        {
+            "role": "user" if n % 2 else "assistant",
+            "content": f"Turn {n}: " + "what happened at work stayed with me all week. " * 3,
+        }
+        for n in range(1, TURNS + 1)
+    ]
+    Scenario.objects.filter(tags__name="campaign").update(
+        persona=persona,
+        history=history,
+        memory=[{"content": "Works night shifts", "category": "work", "importance": 1}],
+    )
+    for response in Response.objects.filter(run__in=made.runs.all()):
+        response.text = f"{LONG} End of reply {response.pk}."
+        response.save(update_fields=["text"])
+    return made
+
+
+def open_rating(page, log_in, rater, campaign, size):
+    page.set_viewport_size(size)
+    log_in(rater)
+    page.goto(reverse("annotation:rate", args=[campaign.pk]))
+    expect(page.locator("#rating-form")).to_be_visible()
+    return page
+
+
+def assert_progress_in_view(page, when):
+    boxes = page.evaluate(BOXES)
+    progress = boxes["progress"]
+    assert progress["top"] >= 0 and progress["bottom"] <= boxes["height"], (when, progress)
+    assert progress["left"] >= 0 and progress["right"] <= boxes["width"], (when, progress)
+    return boxes
+
+
+@SIZES
+def test_progress_stays_in_view_while_rating_and_scrolling(page, log_in, rater, campaign, size):
+    open_rating(page, log_in, rater, campaign, size)
+    assert_progress_in_view(page, "on arrival")
+    for done in range(1, 4):
+        key = page.locator("#rating-form").get_attribute("action")
+        page.keyboard.press("3")
+        page.keyboard.press("Enter")
+        expect(page.locator("#rating-form")).not_to_have_attribute("action", key)
+        expect(page.locator('[data-progress="today"]')).to_have_text(str(done))
+        expect(page.locator("#item")).to_be_focused()
+        boxes = assert_progress_in_view(page, f"after item {done}")
+        # The next item starts below the progress strip, not under it.
+        assert boxes["item"]["top"] >= boxes["progress"]["bottom"] - 1, boxes
+    for where in ("document.body.scrollHeight / 2", "document.body.scrollHeight"):
+        page.evaluate(f"window.scrollTo(0, {where})")
+        assert page.evaluate("window.scrollY") > 0
+        assert_progress_in_view(page, f"scrolled to {where}")
+
+
+@SIZES
+def test_a_long_history_and_long_responses_read_by_page_scrolling(
+    page, log_in, rater, campaign, size
+):
+    open_rating(page, log_in, rater, campaign, size)
+    transcript = page.locator("[data-transcript]")
+    assert transcript.evaluate("(box) => box.scrollHeight === box.clientHeight")
+    bubbles = transcript.locator(".bubble")
+    expect(bubbles).to_have_count(TURNS)
+    # The earlier turns are behind a button that says how many there are; it shows them all.
+    expect(transcript.locator(".bubble:visible")).to_have_count(SHOWN_TURNS)
+    earlier = transcript.locator("details > summary")
+    expect(earlier).to_have_text(f"{TURNS - SHOWN_TURNS} earlier turns")
+    expect(earlier).to_be_visible()
+    earlier.click()
+    expect(transcript.locator(".bubble:visible")).to_have_count(TURNS)
+    page.locator("#item").focus()
+
+    for n in range(TURNS):
+        bubble = bubbles.nth(n)
+        expect(bubble).to_contain_text(f"Turn {n + 1}:")
+        assert bubble.evaluate(CLIPPERS) == [], f"turn {n + 1} sits in a clipping box"
+        bubble.evaluate("(el) => el.scrollIntoView({block: 'nearest'})")
+        box, boxes = bubble.bounding_box(), page.evaluate(BOXES)
+        assert box["y"] >= boxes["progress"]["bottom"] - 1, (n + 1, box, boxes)
+        assert box["y"] + box["height"] <= boxes["bar"]["top"] + 1, (n + 1, box, boxes)
+
+    for side in ("left", "right"):
+        card = page.locator(f'.response-card[data-side="{side}"]')
+        assert card.evaluate(CLIPPERS) == []
+        card.evaluate("(el) => el.scrollIntoView({block: 'end'})")
+        box, boxes = card.bounding_box(), page.evaluate(BOXES)
+        bottom = box["y"] + box["height"]
+        assert bottom <= boxes["bar"]["top"] + 1, f"the choice bar covers {side}: {box} {boxes}"
+        assert bottom > boxes["progress"]["bottom"], (box, boxes)
+        card.evaluate("(el) => el.scrollIntoView({block: 'start'})")
+        box, boxes = card.bounding_box(), page.evaluate(BOXES)
+        assert box["y"] >= boxes["progress"]["bottom"] - 1, f"the progress covers {side}"
+
+    bar = page.evaluate(BOXES)["bar"]
+    assert bar["height"] <= 0.25 * size["height"], f"choice bar {bar['height']} px tall"
+    page.keyboard.press("Enter")  # the alert row too keeps the bar within a quarter
+    expect(page.locator("[data-hint]")).to_be_visible()
+    bar = page.evaluate(BOXES)["bar"]
+    assert bar["height"] <= 0.25 * size["height"], f"with the alert {bar['height']} px tall"
+
+
+@SIZES
+def test_submitting_without_a_choice_raises_an_alert_by_the_buttons(
+    page, log_in, rater, campaign, size
+):
+    open_rating(page, log_in, rater, campaign, size)
+    alert = page.locator(".choice-bar [data-hint]")  # empty (and hidden) until needed
+    expect(alert).to_have_attribute("role", "alert")
+    submit = page.locator("[data-submit]")
+    for attempt in ("Enter key", "click"):
+        page.reload()  # the same item, nothing chosen
+        expect(alert).to_have_text("")
+        expect(submit).to_have_attribute("aria-disabled", "true")  # rate.js is running
+        if attempt == "click":
+            submit.click(force=True)  # only aria-disabled: the click arrives, nothing is sent
+        else:
+            page.keyboard.press("Enter")
+        announced = page.locator(".choice-bar").get_by_role("alert")
+        expect(announced).to_have_text("Choose a preference first (keys 1–5).")
+        expect(announced).to_be_visible()
+        colour = alert.evaluate("(el) => getComputedStyle(el).backgroundColor")
+        assert colour == "rgb(251, 233, 231)", f"{attempt}: not alert-styled ({colour})"
+        near, button = alert.bounding_box(), submit.bounding_box()
+        gap = near["y"] - (button["y"] + button["height"])
+        assert 0 <= gap <= 24, f"{attempt}: the alert is {gap} px from the buttons"
+        assert near["y"] + near["height"] <= size["height"], attempt
+    assert not Judgment.objects.exists()
+    page.keyboard.press("2")  # choosing clears the alert; Enter then submits as before
+    expect(alert).to_have_text("")
+    page.keyboard.press("Enter")
+    expect(page.locator("#item [role=status]")).to_have_text("Saved. Here is the next one.")
+    assert Judgment.objects.count() == 1
+
+
+@pytest.fixture
+def demo(roles, django_user_model):
+    """`make demo`'s data, its users with the test password, and the few objects it lacks."""
+    call_command("load_demo", stdout=io.StringIO())
+    users = {}
+    for name in ("admin", "researcher", "annotator"):
+        user = django_user_model.objects.get(username=name)
+        user.set_password(PASSWORD)
+        user.save()
+        users[name] = user
+    judge = JudgeConfig.objects.create(
+        name="layout judge", base_url="http://127.0.0.1:9/v1", model_id="m", rubric="r"
+    )
+    judge_run = JudgeRun.objects.create(name="layout judging", judge=judge, state="cancelled")
+    job = Job.objects.create(
+        kind="scenario_import",
+        state=Job.State.COMPLETED,
+        created_by=users["researcher"],
+        params={"path": "imports/x/a.jsonl", "filename": "a.jsonl", "dry_run": True},
+    )
+    campaign = Campaign.objects.get(name__contains="demo data")
+    calibrated = CalibratedJudge.objects.get(campaign=campaign)
+    release = Release.objects.get(campaign=campaign)
+    scenario = Scenario.objects.order_by("pk").first()
+    pages = {
+        "annotator": [reverse("annotation:home"), reverse("annotation:rate", args=[campaign.pk])],
+        "researcher": [
+            reverse("scenarios:list"),
+            reverse("scenarios:detail", args=[scenario.pk]),
+            reverse("scenarios:edit", args=[scenario.pk]),
+            reverse("scenarios:history", args=[scenario.pk]),
+            reverse("scenarios:import"),
+            reverse("scenarios:personas"),
+            reverse("companions:list"),
+            reverse("companions:runs"),
+            reverse("companions:run", args=[campaign.runs.first().pk]),
+            reverse("companions:responses"),
+            reverse("campaigns:list"),
+            reverse("campaigns:detail", args=[campaign.pk]),
+            reverse("campaigns:edit", args=[campaign.pk]),
+            reverse("campaigns:gold", args=[campaign.pk]),
+            reverse("scoring:agreement", args=[campaign.pk]),
+            reverse("judges:list"),
+            reverse("judges:edit", args=[judge.pk]),
+            reverse("judges:runs"),
+            reverse("judges:run", args=[judge_run.pk]),
+            reverse("calibration:list"),
+            reverse("calibration:detail", args=[calibrated.pk]),
+            reverse("calibration:route"),
+            reverse("releases:list"),
+            reverse("releases:detail", args=[release.pk]),
+            reverse("job_detail", args=[job.pk]),
+        ],
+        "admin": [reverse("admin_home"), reverse("scenarios:list")],
+    }
+    return users, pages
+
+
+# Everything that reaches past the right edge without a scrolling box of its own in between.
+WIDE = """() => {
+  const wide = [];
+  for (const el of document.querySelectorAll("body *")) {
+    const box = el.getBoundingClientRect();
+    if (box.width === 0 || box.right <= window.innerWidth + 0.5) continue;
+    let inner = false;
+    for (let up = el.parentElement; up && up !== document.body; up = up.parentElement) {
+      if (["auto", "scroll", "hidden"].includes(getComputedStyle(up).overflowX)) inner = true;
+    }
+    if (!inner) wide.push(`${el.tagName}.${el.className} (right edge ${Math.round(box.right)})`);
+  }
+  return wide.slice(0, 5);
+}"""
+
+
+@pytest.mark.parametrize("role", ["annotator", "researcher", "admin"])
+def test_no_page_scrolls_sideways_on_a_phone(page, log_in, demo, role):
+    users, pages = demo
+    page.set_viewport_size(PHONE)
+    log_in(users[role])
+    problems = []
+    for path in pages[role]:
+        answer = page.goto(path)
+        assert answer.status == 200, (path, answer.status)
+        width = page.evaluate("document.documentElement.scrollWidth")
+        if width > PHONE["width"]:
+            problems.append(f"{path}: {width} px wide: {page.evaluate(WIDE)}")
+        log_out = page.get_by_role("button", name="Log out")
+        expect(log_out).to_be_visible()
+        box = log_out.bounding_box()
+        if box["x"] < 0 or box["x"] + box["width"] > PHONE["width"] or box["y"] < 0:
+            problems.append(f"{path}: 'Log out' off screen at {box}")
+        for table in page.locator("table.grid").all():
+            right = table.evaluate("(el) => el.getBoundingClientRect().right")
+            if right > PHONE["width"]:
+                problems.append(f"{path}: a table reaches {right} px")
+    assert problems == []
+
+
+def test_the_scenario_filters_stack_above_the_table_on_a_phone(page, log_in, demo):
+    users, _ = demo
+    page.set_viewport_size(PHONE)
+    log_in(users["researcher"])
+    page.goto(reverse("scenarios:list"))
+    filters, table = page.locator(".filters").bounding_box(), page.locator("table.grid")
+    rows = table.bounding_box()
+    assert filters["y"] + filters["height"] <= rows["y"], (filters, rows)
+    assert rows["width"] <= PHONE["width"] and filters["width"] <= PHONE["width"]
+    assert table.evaluate("(el) => el.scrollWidth > el.clientWidth"), (
+        "the table did not need to scroll"
+    )
+    table.evaluate("(el) => { el.scrollLeft = el.scrollWidth; }")
+    assert table.evaluate("(el) => el.scrollLeft") > 0  # it scrolls inside its own box
+    assert page.evaluate("window.scrollX") == 0
+    expect(page.get_by_role("navigation").get_by_role("link", name="Leaderboard")).to_be_visible()
