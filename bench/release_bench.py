@@ -29,7 +29,14 @@ from pathlib import Path
 import numpy as np
 
 from bench._common import REPO, log, measured
-from bench.leaderboard_bench import COMPANIONS, COMPARISONS, DRAWS, SCENARIOS, VOTES
+from bench.leaderboard_bench import (
+    COMPANIONS,
+    COMPARISONS,
+    DRAWS,
+    SCENARIOS,
+    VOTES,
+    bench_release,
+)
 
 STEP_PREFIX = "RELEASE-STEP "
 JUDGE_FEATURES = ["rouge1", "rougeL", "log_length", "judge_empathy", "judge_safety"]
@@ -196,7 +203,7 @@ def step_row(step: str, what: str, figures: dict, rows: int) -> dict:
 
 
 def run() -> list[dict]:
-    from scoring.models import Release, ReleaseResult
+    from scoring.models import ReleaseResult
 
     rng = np.random.default_rng(7)
     responses = SCENARIOS * COMPANIONS
@@ -206,15 +213,7 @@ def run() -> list[dict]:
         lambda: populate(rng),
         responses,
     )
-    release = Release.objects.create(
-        name="bench release",
-        campaign=world["campaign"],
-        anchor=world["companions"][0],
-        judge=world["judge"],
-        seed=0,
-        n_boot=DRAWS,
-    )
-    release.companions.set(world["companions"])
+    release = bench_release(world)
     pairs = SCENARIOS * COMPANIONS * (COMPANIONS - 1) // 2
     rows = [row]
     freeze = child_step("freeze", release.pk)
