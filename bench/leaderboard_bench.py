@@ -232,6 +232,15 @@ def release_rows() -> list[dict]:
         lambda: populate(rng),
         responses,
     )
+    release = bench_release(world)
+    release = Release.objects.select_related("campaign", "anchor", "judge").get(pk=release.pk)
+    return [row, *_pipeline_rows(release, responses)]
+
+
+def bench_release(world: dict):
+    """The release of a bench world: every companion, the first as anchor, its judge, seed 0."""
+    from scoring.models import Release
+
     release = Release.objects.create(
         name="bench release",
         campaign=world["campaign"],
@@ -241,8 +250,7 @@ def release_rows() -> list[dict]:
         n_boot=DRAWS,
     )
     release.companions.set(world["companions"])
-    release = Release.objects.select_related("campaign", "anchor", "judge").get(pk=release.pk)
-    return [row, *_pipeline_rows(release, responses)]
+    return release
 
 
 def _pipeline_rows(release, responses: int) -> list[dict]:

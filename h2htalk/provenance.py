@@ -17,12 +17,17 @@ ROOT = Path(__file__).resolve().parent.parent
 NUMBERS_CODE = ("h2htalk/stats", "scoring/metrics", "scoring/calibration", "scoring/releases")
 
 
+# One encoder for every call (json.dumps with these options builds a new one each time, which
+# costs more than encoding a small value: releases hash hundreds of thousands of them).
+_CANONICAL = json.JSONEncoder(
+    sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+)
+
+
 def canonical(value) -> str:
     """JSON with sorted keys, no spaces, UTF-8 text and no NaN: the same value always gives the
     same text, so its sha256 identifies the value."""
-    return json.dumps(
-        value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False
-    )
+    return _CANONICAL.encode(value)
 
 
 def sha256_text(text: str) -> str:

@@ -141,17 +141,20 @@ def fit_batch(
     games = wins + wins.transpose(0, 2, 1)
     theta = np.tile(np.asarray(start, dtype=float), (size, 1))
     active = np.arange(size)
-    eye = np.eye(n, dtype=bool)
     for _ in range(max_iter):
         if not len(active):
             break
         t = theta[active]
-        w, g = wins[active], games[active]
+        w, g = (wins, games) if len(active) == size else (wins[active], games[active])
+        # In place where it can be (the same arithmetic, fewer B × n × n temporaries).
         p = expit(t[:, :, None] - t[:, None, :])
-        gradient = (w - g * p).sum(axis=2) - 2 * ridge * t
-        weight = g * p * (1 - p)
-        hessian = -weight
-        hessian[:, eye] = weight.sum(axis=2) + 2 * ridge
+        weight = g * p
+        scratch = w - weight
+        gradient = scratch.sum(axis=2) - 2 * ridge * t
+        weight *= np.subtract(1, p, out=scratch)  # g·p·(1 − p)
+        diagonal = weight.sum(axis=2) + 2 * ridge
+        hessian = np.negative(weight, out=weight)
+        hessian.reshape(len(active), n * n)[:, :: n + 1] = diagonal  # a view of the diagonals
         step = np.linalg.solve(hessian, gradient[:, :, None])[:, :, 0]
         largest = np.abs(step).max(axis=1)
         damping = np.minimum(1.0, MAX_STEP / np.maximum(largest, 1e-300))
@@ -215,11 +218,15 @@ class ScenarioCells:
     low: np.ndarray  # K: model index of the pair's low side
     high: np.ndarray
     n_models: int
+    once: bool = False  # dense, and every pair once on every scenario (games all 1)
 
     def totals(self, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(wins, games) per pair for a batch of scenario weights (B × S)."""
         if sparse.issparse(self.wins):
             return (self.wins.T @ weights.T).T, (self.games.T @ weights.T).T
+        if self.once:  # integer sums, exact in any order: the same numbers as the product
+            games = np.repeat(weights.sum(axis=1)[:, None], self.games.shape[1], axis=1)
+            return weights @ self.wins, games
         return weights @ self.wins, weights @ self.games
 
     def matrix(self, pair_wins: np.ndarray, pair_games: np.ndarray) -> np.ndarray:
@@ -238,19 +245,21 @@ def scenario_cells(scenario, a, b, p, n_models: int) -> ScenarioCells:
     if np.isnan(p).any() or (p < 0).any() or (p > 1).any():
         raise ValueError("probabilities must lie in [0, 1]")
     swap = a > b
-    low, high = np.where(swap, b, a), np.where(swap, a, b)
     p_low = np.where(swap, 1 - p, p)
-    # Pair and scenario codes by counting and hashing, not by sorting millions of rows.
-    code = low.astype(np.int64) * n_models + high
+    # Pair and scenario codes by counting and hashing, not by sorting millions of rows; each
+    # array of a value per row is dropped once used (a release's judge has millions of rows).
+    code = np.where(swap, b, a).astype(np.int64, copy=False) * n_models + np.where(swap, a, b)
+    del swap
     seen = np.zeros(n_models * n_models, dtype=bool)
     seen[code] = True
     codes = np.flatnonzero(seen)
-    position = np.cumsum(seen) - 1
-    pair = position[code]
-    row, groups = pd.factorize(scenario, sort=True)
-    shape = (len(groups), len(codes))
+    pair = (np.cumsum(seen) - 1)[code]
+    del code
+    row, n_scenarios = _scenario_codes(scenario)
+    shape = (n_scenarios, len(codes))
     if shape[0] * shape[1] <= DENSE_LIMIT:
-        flat = row.astype(np.int64) * shape[1] + pair
+        flat = row.astype(np.int64, copy=False) * shape[1] + pair
+        del row, pair
         size = shape[0] * shape[1]
         wins = np.bincount(flat, weights=p_low, minlength=size).reshape(shape)
         games = np.bincount(flat, minlength=size).astype(float).reshape(shape)
@@ -258,7 +267,18 @@ def scenario_cells(scenario, a, b, p, n_models: int) -> ScenarioCells:
         wins = sparse.csr_matrix((p_low, (row, pair)), shape=shape)
         games = sparse.csr_matrix((np.ones_like(p_low), (row, pair)), shape=shape)
     pair_low, pair_high = np.divmod(codes, n_models)
-    return ScenarioCells(wins, games, pair_low, pair_high, n_models)
+    once = not sparse.issparse(games) and bool((games == 1).all())
+    return ScenarioCells(wins, games, pair_low, pair_high, n_models, once)
+
+
+def _scenario_codes(scenario: np.ndarray) -> tuple[np.ndarray, int]:
+    """The codes of pd.factorize(scenario, sort=True) and how many; a sorted column (a
+    release's pairs come by scenario) from where it changes, without hashing millions of ids."""
+    if len(scenario) and (scenario[1:] >= scenario[:-1]).all():
+        starts = np.r_[True, scenario[1:] != scenario[:-1]]
+        return np.cumsum(starts) - 1, int(starts.sum())
+    row, groups = pd.factorize(scenario, sort=True)
+    return row, len(groups)
 
 
 def scenario_strengths(

@@ -4,6 +4,7 @@ routing and releases all use them."""
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -73,3 +74,57 @@ def score_pairs(document: Mapping, pairs) -> tuple[np.ndarray, feature_data.Side
     p = score_frames(document, sides.a, sides.b)
     p[~sides.complete] = np.nan
     return p, sides
+
+
+@dataclass
+class ResponseFeatures:
+    """A document's features of each response, read once (for judges whose features belong to
+    one response: metrics, length, single-answer rubric scores), so that scoring a pair is two
+    row lookups and a difference: the arithmetic of score_frames, row for row."""
+
+    ids: np.ndarray  # sorted response ids
+    values: np.ndarray  # len(ids) × the document's features (NaN: missing)
+    complete: np.ndarray  # metrics stored, and the judge's verdicts when the document uses them
+
+    def score(self, document: Mapping, response_a, response_b) -> np.ndarray:
+        """P(A over B) for each (response_a[i], response_b[i]) as score_pairs gives it (NaN
+        where a side lacks a feature source); every id must be one of `ids`."""
+        a, b = self._rows(response_a), self._rows(response_b)
+        scaling = document["scaling"]
+        z = linear_decision(
+            self.values[a] - self.values[b],
+            scaling["mean"],
+            scaling["scale"],
+            document["weights"],
+            document["intercept"],
+        )
+        p = expit(z)
+        p[~(self.complete[a] & self.complete[b])] = np.nan
+        return p
+
+    def _rows(self, response_ids) -> np.ndarray:
+        ids = np.asarray(response_ids, dtype=np.int64)
+        rows = np.searchsorted(self.ids, ids)
+        if len(ids) and (rows.max() >= len(self.ids) or (self.ids[rows] != ids).any()):
+            raise ValueError("a response whose features were not read")
+        return rows
+
+
+def response_features(document: Mapping, response_ids) -> ResponseFeatures | None:
+    """The document's features of these responses (None for a pairwise judge, whose
+    judge_win_share belongs to a pair: score those with score_pairs)."""
+    config = judge_config_of(document)
+    if config is not None and config.mode != JudgeConfig.Mode.SINGLE:
+        return None
+    ids = np.unique(np.asarray(response_ids, dtype=np.int64))
+    table = feature_data.metric_table(ids.tolist()).reindex(ids)
+    complete = table["rouge1"].notna().to_numpy()
+    if config is not None:
+        rubric = feature_data.rubric_table(config, ids.tolist()).reindex(ids)
+        table = table.join(rubric[list(feature_data.RUBRIC_FEATURES)])
+        complete = complete & rubric["judge_mean"].notna().to_numpy()
+    values = np.full((len(ids), len(document["features"])), np.nan)
+    for k, name in enumerate(document["features"]):
+        if name in table.columns:
+            values[:, k] = table[name].to_numpy(dtype=float)
+    return ResponseFeatures(ids, values, complete)

@@ -21,6 +21,7 @@ response of the table (scoring.metrics.composite.composite_columns), so one reno
 all rows.
 """
 
+import itertools
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ from scipy.special import expit
 from annotation import exclusions
 from annotation.models import Campaign, Comparison, Judgment
 from h2htalk.stats.calibration.data import votes_frame
-from scoring.frames import chunks, finite_number
+from scoring.frames import finite_number, id_subquery
 from scoring.metrics import composite as paper
 from scoring.metrics.catalogue import (
     LENGTH_FEATURES,
@@ -53,51 +54,58 @@ USABLE = (JudgeVerdict.Parse.STRICT, JudgeVerdict.Parse.FALLBACK)
 
 def metric_table(response_ids) -> pd.DataFrame:
     """Stored metrics per response (index: response id); responses without metrics are absent."""
-    rows = []
-    for chunk in chunks(sorted(set(response_ids))):
-        rows.extend(
-            MetricScore.objects.filter(response_id__in=chunk).values_list("response_id", "values")
-        )
-    records = {}
-    for response_id, values in rows:
-        record = {name: finite_number(values.get(name)) for name in METRIC_FEATURES}
+    wanted = set(response_ids)
+    rows = MetricScore.objects.filter(response_id__in=id_subquery(wanted))
+    ids, table = [], np.empty((len(wanted), len(METRIC_FEATURES) + 1))
+    for response_id, values in rows.values_list("response_id", "values").iterator(5000):
         chars = finite_number(values.get("length_chars"))
-        record["log_length"] = math.log1p(chars) if not math.isnan(chars) else math.nan
-        records[response_id] = record
+        table[len(ids)] = [
+            *(finite_number(values.get(name)) for name in METRIC_FEATURES),
+            math.log1p(chars) if not math.isnan(chars) else math.nan,
+        ]
+        ids.append(response_id)
     columns = [*METRIC_FEATURES, "log_length"]
-    frame = pd.DataFrame.from_dict(records, orient="index", columns=columns, dtype=float)
-    frame.index.name = "response"
-    return frame
+    return pd.DataFrame(table[: len(ids)], index=pd.Index(ids, name="response"), columns=columns)
+
+
+def _mean(values: list[float]) -> float:
+    """np.mean of a short list, bit for bit: below 8 values numpy adds them one after the other
+    as sum() does (pairwise summation starts at 8), without numpy's cost per call."""
+    return sum(values) / len(values) if len(values) < 8 else float(np.mean(values))
+
+
+def _rubric_means(verdicts) -> list[float] | None:
+    """[judge_<dim>…, judge_mean] of one response's verdict scores (None: no usable score)."""
+    record = []
+    for dimension in RUBRIC_DIMENSIONS:
+        values = [finite_number((scores or {}).get(dimension)) for scores in verdicts]
+        values = [v for v in values if not math.isnan(v) and 1 <= v <= 10]
+        record.append(_mean(values) if values else math.nan)
+    present = [v for v in record if not math.isnan(v)]
+    return [*record, _mean(present)] if present else None
 
 
 def rubric_table(judge: JudgeConfig, response_ids) -> pd.DataFrame:
     """Mean 1–10 score per dimension (judge_<dim>) and judge_mean per response graded by the
-    judge (single mode); responses without a usable verdict are absent."""
-    sums: dict[int, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for chunk in chunks(sorted(set(response_ids))):
-        verdicts = JudgeVerdict.objects.filter(
-            run__judge=judge, response_id__in=chunk, parse__in=USABLE
-        ).values_list("response_id", "scores")
-        for response_id, scores in verdicts:
-            for dimension in RUBRIC_DIMENSIONS:
-                value = finite_number((scores or {}).get(dimension))
-                if not math.isnan(value) and 1 <= value <= 10:
-                    sums[response_id][dimension].append(value)
-    records = {}
-    for response_id, by_dimension in sums.items():
-        record = {
-            f"judge_{d}": float(np.mean(by_dimension[d])) if by_dimension.get(d) else math.nan
-            for d in RUBRIC_DIMENSIONS
-        }
-        present = [v for v in record.values() if not math.isnan(v)]
-        if not present:
-            continue
-        record["judge_mean"] = float(np.mean(present))
-        records[response_id] = record
+    judge (single mode); responses without a usable verdict are absent. Verdicts are read in
+    order of response, then id, and averaged one response at a time."""
+    wanted = set(response_ids)
+    verdicts = (
+        JudgeVerdict.objects.filter(
+            run__judge=judge, response_id__in=id_subquery(wanted), parse__in=USABLE
+        )
+        .order_by("response_id", "pk")
+        .values_list("response_id", "scores")
+    )
+    ids, table = [], np.empty((len(wanted), len(RUBRIC_FEATURES) + 1))
+    rows = itertools.groupby(verdicts.iterator(5000), key=lambda row: row[0])
+    for response_id, group in rows:
+        record = _rubric_means([scores for _, scores in group])
+        if record is not None:
+            table[len(ids)] = record
+            ids.append(response_id)
     columns = [*RUBRIC_FEATURES, "judge_mean"]
-    frame = pd.DataFrame.from_dict(records, orient="index", columns=columns, dtype=float)
-    frame.index.name = "response"
-    return frame
+    return pd.DataFrame(table[: len(ids)], index=pd.Index(ids, name="response"), columns=columns)
 
 
 def pairwise_shares(judge: JudgeConfig, pairs) -> dict[tuple[int, int], tuple[float, int]]:
@@ -106,23 +114,22 @@ def pairwise_shares(judge: JudgeConfig, pairs) -> dict[tuple[int, int], tuple[fl
     wanted = {(int(a), int(b)) for a, b in pairs}
     ids = sorted({r for pair in wanted for r in pair})
     tally: dict[tuple[int, int], list[float]] = defaultdict(lambda: [0.0, 0])
-    for chunk in chunks(ids):
-        verdicts = JudgeVerdict.objects.filter(
-            run__judge=judge,
-            first_id__in=chunk,
-            parse__in=USABLE,
-            winner__in=("first", "second", "tie"),
-        ).values_list("first_id", "second_id", "winner")
-        for first, second, winner in verdicts.iterator(chunk_size=5000):
-            if (first, second) in wanted:
-                a_is_first, key = True, (first, second)
-            elif (second, first) in wanted:
-                a_is_first, key = False, (second, first)
-            else:
-                continue
-            credit = 0.5 if winner == "tie" else float((winner == "first") == a_is_first)
-            tally[key][0] += credit
-            tally[key][1] += 1
+    verdicts = JudgeVerdict.objects.filter(
+        run__judge=judge,
+        first_id__in=id_subquery(ids),
+        parse__in=USABLE,
+        winner__in=("first", "second", "tie"),
+    ).values_list("first_id", "second_id", "winner")
+    for first, second, winner in verdicts.iterator(chunk_size=5000):
+        if (first, second) in wanted:
+            a_is_first, key = True, (first, second)
+        elif (second, first) in wanted:
+            a_is_first, key = False, (second, first)
+        else:
+            continue
+        credit = 0.5 if winner == "tie" else float((winner == "first") == a_is_first)
+        tally[key][0] += credit
+        tally[key][1] += 1
     return {key: (won / n, int(n)) for key, (won, n) in tally.items() if n}
 
 

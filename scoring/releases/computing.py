@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 import pandas as pd
+from threadpoolctl import threadpool_limits
 
 from h2htalk.stats import leaderboard as stats
 from scenarios.taxonomy import Dimension, Subtask, dimension_of
@@ -44,14 +45,19 @@ def _masked(strengths: stats.Strengths, present: np.ndarray, n: int) -> dict:
     return out
 
 
+def _present(a: np.ndarray, b: np.ndarray, n: int) -> np.ndarray:
+    """The sorted positions that occur in a or b (np.unique of both, by counting)."""
+    return np.flatnonzero(np.bincount(a, minlength=n) + np.bincount(b, minlength=n))
+
+
 def _vote_block(frame, index, n, data, name, minimum) -> dict:
     votes = len(frame)
     block = {"votes": votes, "comparisons": int(frame["comparison"].nunique()) if votes else 0}
     if votes == 0:
         return {**block, "skipped": "no human votes"}
-    a = frame["companion_a"].map(index).to_numpy()
-    b = frame["companion_b"].map(index).to_numpy()
-    present = np.unique(np.concatenate([a, b]))
+    a = index.get_indexer(frame["companion_a"])
+    b = index.get_indexer(frame["companion_b"])
+    present = _present(a, b, n)
     if len(present) < 2:
         return {**block, "skipped": "fewer than two companions with votes"}
     if minimum and votes < max(minimum, MIN_VOTES_PER_COMPANION * len(present)):
@@ -75,7 +81,8 @@ def _vote_block(frame, index, n, data, name, minimum) -> dict:
 
 
 def _judge_block(frame, index, n, data, name, minimum_scenarios) -> dict:
-    usable = frame[np.isfinite(frame["p_a"].to_numpy(dtype=float))]
+    finite = np.isfinite(frame["p_a"].to_numpy(dtype=float))
+    usable = frame if finite.all() else frame[finite]
     block = {
         "pairs": len(usable),
         "without_prediction": len(frame) - len(usable),
@@ -87,17 +94,18 @@ def _judge_block(frame, index, n, data, name, minimum_scenarios) -> dict:
             "skipped": f"the judge scored pairs on {block['scenarios']} scenario(s) "
             f"(fewer than {minimum_scenarios})",
         }
-    a = usable["companion_a"].map(index).to_numpy()
-    b = usable["companion_b"].map(index).to_numpy()
-    present = np.unique(np.concatenate([a, b]))
+    a = index.get_indexer(usable["companion_a"])
+    b = index.get_indexer(usable["companion_b"])
+    present = _present(a, b, n)
     if len(present) < 2:
         return {**block, "skipped": "fewer than two companions with judge predictions"}
     local = np.full(n, -1)
     local[present] = np.arange(len(present))
+    a, b = local[a], local[b]  # (millions of rows: the global positions are dropped)
     strengths = stats.scenario_strengths(
         usable["scenario"].to_numpy(),
-        local[a],
-        local[b],
+        a,
+        b,
         usable["p_a"].to_numpy(dtype=float),
         len(present),
         n_boot=data.n_boot,
@@ -115,7 +123,7 @@ def _pair_rows(frame: pd.DataFrame, x: int, anchor: int) -> pd.DataFrame:
     ]
 
 
-def _anchor_row(data: ReleaseData, x: int, labelled_p: dict) -> dict:
+def _anchor_row(data: ReleaseData, x: int, labelled_p: dict, with_anchor) -> dict:
     """P(x beats the anchor): humans only, judge only and PPI++ (humans and judge)."""
     pair = _pair_rows(data.votes, x, data.anchor)
     outcome_a = _outcome_a(pair["preference"])
@@ -141,7 +149,7 @@ def _anchor_row(data: ReleaseData, x: int, labelled_p: dict) -> dict:
         dtype=float,
     )
     keep = np.isfinite(f)
-    mine = _pair_rows(data.population, x, data.anchor)
+    mine = _pair_rows(with_anchor, x, data.anchor)
     p = mine["p_a"].to_numpy(dtype=float)
     f_all = np.where(mine["companion_a"].to_numpy() == x, p, 1 - p)
     f_all = f_all[np.isfinite(f_all)]
@@ -161,7 +169,14 @@ def _anchor_rows(data: ReleaseData, ids: list[int]) -> list[dict]:
         if data.labelled is not None
         else {}
     )
-    return [_anchor_row(data, x, labelled_p) for x in ids if x != data.anchor]
+    with_anchor = None  # the judge's rows with the anchor on one side, picked out once
+    if data.population is not None:
+        population = data.population
+        with_anchor = population[
+            (population["companion_a"].to_numpy() == data.anchor)
+            | (population["companion_b"].to_numpy() == data.anchor)
+        ]
+    return [_anchor_row(data, x, labelled_p, with_anchor) for x in ids if x != data.anchor]
 
 
 def _composite_block(data: ReleaseData, ids: list[int], groups: dict) -> dict:
@@ -175,15 +190,14 @@ def _composite_block(data: ReleaseData, ids: list[int], groups: dict) -> dict:
         by_group[scope] = {}
         if frame.empty:
             continue
-        labels = frame["scenario"].map(
-            data.subtask if column == "subtask" else groups["dimension_of_scenario"]
-        )
-        for group in groups[column]:
+        label_of = data.subtask if column == "subtask" else groups["dimension_of_scenario"]
+        codes = _group_codes(frame["scenario"], label_of, groups[column])
+        companion = frame["companion"].to_numpy()
+        composite = frame["composite"].to_numpy(dtype=float)
+        for k, group in enumerate(groups[column]):
             means = []
             for c in ids:
-                values = frame.loc[
-                    (frame["companion"] == c) & (labels == group), "composite"
-                ].to_numpy(dtype=float)
+                values = composite[(companion == c) & (codes == k)]
                 values = values[np.isfinite(values)]
                 means.append(float(values.mean()) if len(values) else None)
             by_group[scope][group] = means
@@ -210,21 +224,30 @@ def _groups(data: ReleaseData) -> dict:
     }
 
 
+def _group_codes(scenario, label_of: dict, labels: list) -> np.ndarray:
+    """Per row, the position in `labels` of the label of the row's scenario (−1: none), so that
+    a group is picked by comparing integers, not millions of strings."""
+    # The last entry answers get_indexer's −1 (a scenario without a label).
+    code_of = np.array([labels.index(v) if v in labels else -1 for v in label_of.values()] + [-1])
+    return code_of[pd.Index(list(label_of)).get_indexer(np.asarray(scenario))]
+
+
 def _by_group(frame: pd.DataFrame, data: ReleaseData, groups: dict, fit, prefix, minimum) -> dict:
     """`fit(part, name, minimum)` on the part of the frame in each dimension and subtask."""
-    dimension = frame["scenario"].map(groups["dimension_of_scenario"])
-    subtask = frame["scenario"].map(data.subtask)
-    return {
-        "by_dimension": {
-            d: fit(frame[dimension == d], f"{prefix}/{d}", minimum) for d in groups["dimension"]
-        },
-        "by_subtask": {
-            t: fit(frame[subtask == t], f"{prefix}/{t}", minimum) for t in groups["subtask"]
-        },
-    }
+    out = {}
+    for scope, column, label_of in (
+        ("by_dimension", "dimension", groups["dimension_of_scenario"]),
+        ("by_subtask", "subtask", data.subtask),
+    ):
+        codes = _group_codes(frame["scenario"], label_of, groups[column])
+        out[scope] = {
+            g: fit(frame[codes == k], f"{prefix}/{g}", minimum)
+            for k, g in enumerate(groups[column])
+        }
+    return out
 
 
-def _human_section(data: ReleaseData, index: dict, groups: dict) -> dict:
+def _human_section(data: ReleaseData, index: pd.Index, groups: dict) -> dict:
     def fit(frame, name, minimum):
         return _vote_block(frame, index, len(index), data, name, minimum)
 
@@ -234,7 +257,7 @@ def _human_section(data: ReleaseData, index: dict, groups: dict) -> dict:
     }
 
 
-def _judge_section(data: ReleaseData, index: dict, groups: dict) -> dict | None:
+def _judge_section(data: ReleaseData, index: pd.Index, groups: dict) -> dict | None:
     if data.population is None:
         return None
 
@@ -248,13 +271,13 @@ def _judge_section(data: ReleaseData, index: dict, groups: dict) -> dict | None:
     }
 
 
-def _win_matrix(votes: pd.DataFrame, index: dict) -> dict:
+def _win_matrix(votes: pd.DataFrame, index: pd.Index) -> dict:
     n = len(index)
     if not len(votes):
         return {"wins": np.zeros((n, n)), "games": np.zeros((n, n))}
     wins, games = stats.win_matrix(
-        votes["companion_a"].map(index).to_numpy(),
-        votes["companion_b"].map(index).to_numpy(),
+        index.get_indexer(votes["companion_a"]),
+        index.get_indexer(votes["companion_b"]),
         _outcome_a(votes["preference"]),
         n,
     )
@@ -318,9 +341,18 @@ def _notes(data: ReleaseData) -> list[str]:
 
 
 def compute_results(data: ReleaseData) -> dict:
-    """The numbers of a release, JSON-ready and deterministic for the same data and seed."""
+    """The numbers of a release, JSON-ready and deterministic for the same data and seed.
+
+    BLAS runs on one thread here: a multithreaded matrix product adds in an order that depends
+    on the number of threads, so the last bits of the numbers (and `--check`) would depend on
+    the machine's cores; one thread also spends no CPU waiting on a busy machine."""
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _compute_results(data)
+
+
+def _compute_results(data: ReleaseData) -> dict:
     ids = [c for c, _ in data.companions]
-    index = {c: k for k, c in enumerate(ids)}
+    index = pd.Index(ids)
     groups = _groups(data)
     human = _human_section(data, index, groups)
     judge = _judge_section(data, index, groups)

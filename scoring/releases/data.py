@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from scoring.frames import chunks, finite_number
+from scoring.frames import finite_number, id_subquery
 from scoring.metrics import composite as paper
 from scoring.models import MetricScore, Release
 from scoring.releases.errors import ReleaseError
@@ -92,51 +92,58 @@ def population_pairs(inputs: dict) -> pd.DataFrame:
             "companion_b": companion[second],
             "response_a": response[first],
             "response_b": response[second],
-        }
+        },
+        copy=False,  # a column per array: millions of rows, and no copy into one block
     )
 
 
-def _score_pairs(document, response_a, response_b, progress=None) -> np.ndarray:
-    """The calibrated judge's P(A over B) per pair (NaN where a feature source is missing), by
-    scoring.calibration.services.score_pairs in chunks."""
-    from scoring.calibration.document import DocumentError
+def _score_pairs(document, features, response_a, response_b, progress=None) -> np.ndarray:
+    """The calibrated judge's P(A over B) per pair (NaN where a feature source is missing), in
+    chunks: from the responses' features read once (`features`, a
+    prediction.ResponseFeatures), or, for a pairwise judge (`features` None), by
+    prediction.score_pairs on each chunk."""
     from scoring.calibration.prediction import score_pairs
 
     response_a, response_b = np.asarray(response_a), np.asarray(response_b)
     out = np.full(len(response_a), np.nan)
     for start in range(0, len(response_a), PAIR_CHUNK):
-        stop = min(start + PAIR_CHUNK, len(response_a))
-        pairs = list(
-            zip(response_a[start:stop].tolist(), response_b[start:stop].tolist(), strict=True)
-        )
-        try:
-            p, _ = score_pairs(document, pairs)
-        except DocumentError as error:
-            raise ReleaseError(str(error)) from error
-        out[start:stop] = p
+        a, b = response_a[start : start + PAIR_CHUNK], response_b[start : start + PAIR_CHUNK]
+        if features is not None:
+            out[start : start + len(a)] = features.score(document, a, b)
+        else:
+            pairs = zip(a.tolist(), b.tolist(), strict=True)
+            out[start : start + len(a)] = score_pairs(document, pairs)[0]
         if progress:
-            progress(stop, len(response_a))
+            progress(start + len(a), len(response_a))
     return out
 
 
-def judge_probabilities(release: Release, progress=None) -> pd.DataFrame:
-    """The calibrated judge's P(A over B) for every pair of the release's companions on every
-    release scenario: columns scenario, companion_a, companion_b (A = the lower companion id),
-    response_a, response_b, p_a (NaN where the judge has no features for a response)."""
-    frame = population_pairs(release.inputs)
+def judge_frames(release: Release, progress=None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The calibrated judge's P(A over B), (population, labelled): for every pair of the
+    release's companions on every release scenario (columns scenario, companion_a,
+    companion_b (A = the lower companion id), p_a: NaN where the judge has no features for a
+    response), and on the responses of each frozen comparison
+    (comparison, p_a). The features of the frozen responses are read once, unless the judge
+    is pairwise (its features belong to pairs)."""
+    from scoring.calibration.document import DocumentError
+    from scoring.calibration.prediction import response_features
+
     if release.judge is None:
         raise ReleaseError(NO_JUDGE)
-    frame["p_a"] = _score_pairs(
-        release.judge.document, frame["response_a"], frame["response_b"], progress
-    )
-    return frame
-
-
-def labelled_probabilities(release: Release) -> pd.DataFrame:
-    """The judge's P(A over B) on the responses of each frozen comparison: comparison, p_a."""
+    document = release.judge.document
+    pairs = population_pairs(release.inputs)
     comparisons = release.inputs["comparisons"]
-    p = _score_pairs(release.judge.document, comparisons["response_a"], comparisons["response_b"])
-    return pd.DataFrame({"comparison": comparisons["id"], "p_a": p})
+    try:
+        features = None
+        if len(pairs) or len(comparisons["id"]):
+            features = response_features(document, release.inputs["responses"]["id"])
+        p_all = _score_pairs(document, features, pairs["response_a"], pairs["response_b"], progress)
+        p = _score_pairs(document, features, comparisons["response_a"], comparisons["response_b"])
+    except DocumentError as error:
+        raise ReleaseError(str(error)) from error
+    columns = {c: pairs[c].to_numpy() for c in ("scenario", "companion_a", "companion_b")}
+    population = pd.DataFrame({**columns, "p_a": p_all}, copy=False)
+    return population, pd.DataFrame({"comparison": comparisons["id"], "p_a": p})
 
 
 def votes_frame(inputs: dict) -> pd.DataFrame:
@@ -152,35 +159,43 @@ def votes_frame(inputs: dict) -> pd.DataFrame:
     return frame.sort_values("id")[columns].reset_index(drop=True)
 
 
+def _paper_terms(response_ids) -> tuple[dict[int, int], np.ndarray, set]:
+    """The stored paper terms of the responses, read row by row into an array (no parsed values
+    kept): ({response id: row}, rows × terms (NaN: not stored), embedding backends)."""
+    terms = [(term, _alias(term)) for term in paper.PAPER_WEIGHTS]
+    rows = (
+        MetricScore.objects.filter(response_id__in=id_subquery(response_ids))
+        .values_list("response_id", "values")
+        .iterator(chunk_size=5000)
+    )
+    found, table, backends = {}, np.empty((len(response_ids), len(terms))), set()
+    for pk, values in rows:
+        table[len(found)] = [finite_number(values.get(t, values.get(alias))) for t, alias in terms]
+        found[pk] = len(found)
+        backends.add(values.get("embedding_backend"))
+    return found, table[: len(found)], backends - {None}
+
+
 def composite_frame(inputs: dict) -> tuple[pd.DataFrame, str]:
     """The paper's composite of each representative response, over the metric terms stored
     for every one of them (one renormalisation for the whole release)."""
     reps = representatives(inputs)
-    values = {}
-    for chunk in chunks(reps["response"].tolist()):
-        values.update(
-            MetricScore.objects.filter(response_id__in=chunk).values_list("response_id", "values")
-        )
-    reps = reps[reps["response"].isin(values)].reset_index(drop=True)
+    found, table, backends = _paper_terms(reps["response"].tolist())
+    reps = reps[reps["response"].isin(found)].reset_index(drop=True)
     if reps.empty:
         reps["composite"] = pd.Series(dtype=float)
         return reps, "No reference metrics are stored for the release's responses."
+    table = table[[found[r] for r in reps["response"].tolist()]]
     columns = {}
     partial = []
-    for term in paper.PAPER_WEIGHTS:
-        column = np.array(
-            [
-                finite_number(values[r].get(term, values[r].get(_alias(term))))
-                for r in reps["response"]
-            ]
-        )
+    for k, term in enumerate(paper.PAPER_WEIGHTS):
+        column = table[:, k]
         if np.isnan(column).all():
             continue
         if np.isnan(column).any():
             partial.append(paper.LABELS[term])
             continue
         columns[term] = column
-    backends = {values[r].get("embedding_backend") for r in reps["response"]} - {None}
     note_extra = ""
     if partial:
         note_extra = (
@@ -242,7 +257,6 @@ def load_data(release: Release, progress=None) -> ReleaseData:
         data.judge = {
             key: inputs["judge"][key] for key in ("id", "name", "version", "document_sha256")
         }
-        data.population = judge_probabilities(release, progress)
-        data.labelled = labelled_probabilities(release)
+        data.population, data.labelled = judge_frames(release, progress)
         data.reliability = reliability_of(release.judge.document)
     return data

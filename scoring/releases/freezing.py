@@ -34,7 +34,7 @@ from h2htalk import stats
 from h2htalk.provenance import canonical, sha256_text
 from scenarios.models import CompanionModel, Response, Scenario
 from scenarios.services import last_content_change
-from scoring.frames import chunks
+from scoring.frames import id_subquery
 from scoring.models import CalibratedJudge, JudgeVerdict, MetricScore
 from scoring.releases.errors import ReleaseError
 
@@ -90,27 +90,31 @@ def judged_comparisons(campaign, companion_ids):
 
 def text_hashes(response_ids) -> dict[int, tuple[int, int, str]]:
     """{response id: (scenario, companion, sha256 of the text)}."""
-    out = {}
-    for chunk in chunks(sorted(response_ids)):
-        rows = Response.objects.filter(pk__in=chunk).values_list(
-            "pk", "scenario_id", "companion_id", "text"
-        )
-        for pk, scenario, companion, text in rows.iterator(chunk_size=2000):
-            out[pk] = (scenario, companion, sha256_text(text or ""))
-    return out
+    rows = Response.objects.filter(pk__in=id_subquery(response_ids)).values_list(
+        "pk", "scenario_id", "companion_id", "text"
+    )
+    return {
+        pk: (scenario, companion, sha256_text(text or ""))
+        for pk, scenario, companion, text in rows.iterator(chunk_size=5000)
+    }
 
 
 def metrics_digest(response_ids) -> str:
-    """sha256 over "id<TAB>canonical values" lines of the stored metrics ("-" when none)."""
-    values = {}
-    for chunk in chunks(sorted(response_ids)):
-        values.update(
-            MetricScore.objects.filter(response_id__in=chunk).values_list("response_id", "values")
-        )
+    """sha256 over "id<TAB>canonical values" lines of the stored metrics ("-" when none), the
+    rows streamed in id order beside the sorted ids (no parsed values kept)."""
+    rows = (
+        MetricScore.objects.filter(response_id__in=id_subquery(response_ids))
+        .order_by("response_id")
+        .values_list("response_id", "values")
+        .iterator(chunk_size=5000)
+    )
     digest = hashlib.sha256()
+    stored = next(rows, None)
     for pk in sorted(response_ids):
-        stored = values.get(pk)
-        digest.update(f"{pk}\t{'-' if stored is None else canonical(stored)}\n".encode())
+        while stored is not None and stored[0] < pk:
+            stored = next(rows, None)
+        line = canonical(stored[1]) if stored is not None and stored[0] == pk else "-"
+        digest.update(f"{pk}\t{line}\n".encode())
     return digest.hexdigest()
 
 
@@ -246,10 +250,8 @@ def counted_judgments(campaign, companion_ids) -> dict:
 def rows_by_id(model, ids, fields) -> list[tuple]:
     """(pk, *fields) of the model's rows with those ids as the database holds them now, sorted
     by id (rows deleted since are absent)."""
-    rows = []
-    for chunk in chunks(sorted(ids)):
-        rows.extend(model.objects.filter(pk__in=chunk).values_list("pk", *fields))
-    return sorted(rows)
+    rows = model.objects.filter(pk__in=id_subquery(ids)).values_list("pk", *fields)
+    return sorted(rows.iterator(chunk_size=5000))
 
 
 def scenario_rows(scenario_ids) -> list[tuple]:

@@ -97,6 +97,8 @@ def compare_inputs(stored: dict, current: dict) -> list[str]:
     """What differs between the frozen inputs and the database now, in sentences."""
     problems = []
     for section, (label, names) in SECTIONS.items():
+        if all(stored[section][n] == current[section][n] for n in ("id", *names)):
+            continue  # unchanged, column by column (no row dictionaries to build)
         before, now = rows_of(stored[section], names), rows_of(current[section], names)
         deleted = sorted(set(before) - set(now))
         if deleted:

@@ -12,9 +12,9 @@ from scipy.special import expit
 from scenarios.models import GenerationRun, Response
 from scoring.calibration.document import export_json
 from scoring.calibration.fitting import fit
-from scoring.calibration.prediction import score, score_pairs
+from scoring.calibration.prediction import response_features, score, score_pairs
 from scoring.metrics import features
-from scoring.models import CalibratedJudge
+from scoring.models import CalibratedJudge, JudgeVerdict, MetricScore
 from tests.annotation import factories as campaign_factories
 from tests.scenarios import factories
 from tests.scoring import test_calibration_support as support
@@ -234,3 +234,34 @@ def test_a_minimal_hand_written_document_imports_scores_and_renders(researcher_c
     assert researcher_client.get(reverse("calibration:list")).status_code == 200
     api = researcher_client.get(reverse("calibration-judge-list")).json()
     assert api[0]["verdict"] == "" and api[0]["heldout"] == {}
+
+
+def test_scoring_from_features_read_once_equals_score_pairs(fitted):
+    """Releases score every pair from each response's features read once
+    (prediction.response_features): the numbers of score_pairs bit for bit, NaN where a side
+    has no metrics or no verdict, for a judge with rubric features and a metrics-only one."""
+    campaign, judge, original = fitted
+    pairs = new_pairs(campaign, judge)
+    no_metrics, no_verdict = pairs[0][0], pairs[-1][1]
+    MetricScore.objects.filter(response_id=no_metrics).delete()
+    JudgeVerdict.objects.filter(response_id=no_verdict).delete()
+    metrics_only = {
+        **original.document,
+        "features": ["rouge1", "log_length"],
+        "scaling": {"mean": [0.0, 0.0], "scale": [0.1, 0.5]},
+        "weights": [1.5, -0.4],
+        "judge": None,
+    }
+    assert any(f.startswith("judge_") for f in original.document["features"])
+    ids = sorted({r for pair in pairs for r in pair})
+    for document, missing in (
+        (original.document, {no_metrics, no_verdict}),
+        (metrics_only, {no_metrics}),
+    ):
+        read_once = response_features(document, ids)
+        got = read_once.score(document, [a for a, _ in pairs], [b for _, b in pairs])
+        expected, _ = score_pairs(document, pairs)
+        assert got.tobytes() == expected.tobytes()  # NaN where expected, same bits elsewhere
+        assert np.isnan(got).sum() == sum(bool(missing & set(pair)) for pair in pairs) > 0
+    with pytest.raises(ValueError, match="not read"):
+        read_once.score(metrics_only, [max(ids) + 1], [ids[0]])
