@@ -14,6 +14,7 @@ from itertools import pairwise
 
 from django.db import connection
 
+from h2htalk.rows import columns, instance
 from scenarios.models import Persona, Response, Scenario
 
 from .models import Comparison
@@ -38,13 +39,9 @@ _HALF = """SELECT {columns} FROM annotation_comparison c
     LIMIT {limit} {lock}"""
 
 
-def _columns(alias: str, names) -> str:
-    return ", ".join(f"{alias}.{name}" for name in names)
-
-
 def _sql(gold: bool, n_passed_over: int) -> str:
     half = {
-        "columns": _columns("c", COMPARISON),
+        "columns": columns("c", COMPARISON),
         "open_only": "" if gold else "AND c.judgment_count < %s",
         "passed_over": f"AND c.id NOT IN ({', '.join(['%s'] * n_passed_over)})"
         if n_passed_over
@@ -59,11 +56,11 @@ def _sql(gold: bool, n_passed_over: int) -> str:
     before_wrap, after_wrap = (_HALF.format(side=side, **half) for side in sides)
     shown = ", ".join(
         (
-            _columns("b", COMPARISON),
-            _columns("s", SCENARIO),
-            _columns("p", PERSONA),
-            _columns("ra", RESPONSE),
-            _columns("rb", RESPONSE),
+            columns("b", COMPARISON),
+            columns("s", SCENARIO),
+            columns("p", PERSONA),
+            columns("ra", RESPONSE),
+            columns("rb", RESPONSE),
         )
     )
     # Only column names and placeholders are formatted in; every value is a parameter.
@@ -76,30 +73,18 @@ def _sql(gold: bool, n_passed_over: int) -> str:
         JOIN scenarios_response rb ON rb.id = b.response_b_id"""  # noqa: S608
 
 
-def _from_db(model, names, values):
-    """A model instance from these columns, converted as the ORM would (JSON, booleans)."""
-    converted = {}
-    for name, value in zip(names, values, strict=True):
-        col = model._meta.get_field(name.removesuffix("_id")).get_col(model._meta.db_table)
-        for convert in connection.ops.get_db_converters(col) + col.get_db_converters(connection):
-            value = convert(value, col, connection)
-        converted[name] = value
-    ordered = [f.attname for f in model._meta.concrete_fields if f.attname in converted]
-    return model.from_db(connection.alias, ordered, [converted[name] for name in ordered])
-
-
 def _comparison(row) -> Comparison:
     """A comparison with its scenario (and persona) and both responses in the fields cache."""
     ends = [0]
     for names in (COMPARISON, SCENARIO, PERSONA, RESPONSE, RESPONSE):
         ends.append(ends[-1] + len(names))
     parts = [row[start:end] for start, end in pairwise(ends)]
-    comparison = _from_db(Comparison, COMPARISON, parts[0])
-    scenario = _from_db(Scenario, SCENARIO, parts[1])
-    scenario.persona = _from_db(Persona, PERSONA, parts[2]) if parts[2][0] is not None else None
+    comparison = instance(Comparison, COMPARISON, parts[0])
+    scenario = instance(Scenario, SCENARIO, parts[1])
+    scenario.persona = instance(Persona, PERSONA, parts[2]) if parts[2][0] is not None else None
     comparison.scenario = scenario
-    comparison.response_a = _from_db(Response, RESPONSE, parts[3])
-    comparison.response_b = _from_db(Response, RESPONSE, parts[4])
+    comparison.response_a = instance(Response, RESPONSE, parts[3])
+    comparison.response_b = instance(Response, RESPONSE, parts[4])
     return comparison
 
 
