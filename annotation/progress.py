@@ -109,12 +109,13 @@ _COUNTS_SQL = " || ',' || ".join(
         " JOIN scenarios_scenario s ON s.id = c.scenario_id"
         " WHERE c.campaign_id = annotation_campaign.id AND NOT c.is_gold"
         " AND c.judgment_count < annotation_campaign.overlap AND s.state IN (%s, %s, %s)",
-        "SELECT COUNT(*) FROM annotation_assignment a"
-        " JOIN annotation_comparison c ON c.id = a.comparison_id"
-        " JOIN scenarios_scenario s ON s.id = c.scenario_id"
-        " WHERE a.annotator_id = %s AND c.campaign_id = annotation_campaign.id"
-        " AND NOT c.is_gold AND c.judgment_count < annotation_campaign.overlap"
-        " AND s.state = %s",
+        # per assignment of the annotator, its comparison looked up by key: joined, the
+        # planner may hash every comparison of the campaign instead
+        "SELECT COUNT(*) FROM annotation_assignment a WHERE a.annotator_id = %s AND ("
+        "SELECT c.campaign_id = annotation_campaign.id AND NOT c.is_gold"
+        " AND c.judgment_count < annotation_campaign.overlap AND s.state = %s"
+        " FROM annotation_comparison c JOIN scenarios_scenario s ON s.id = c.scenario_id"
+        " WHERE c.id = a.comparison_id)",
     )
 )
 

@@ -32,6 +32,7 @@ from scenarios.models import Revision, Scenario
 from scenarios.services import CONTENT_FIELDS
 
 from .blinding import ITEM_RELATED
+from .candidates import SHUFFLE_KEY_BITS, locked_batch
 from .models import RATING_DIMENSIONS, Assignment, Campaign, Comparison, Judgment
 from .pairing import adaptive_top_up
 from .progress import count_hand_out, count_judgment
@@ -143,9 +144,6 @@ def open_item_flag(user) -> dict:
     return {"has_open_item": Exists(_open_items(user, OuterRef("pk")))}
 
 
-CANDIDATES_PER_LOCK = 2
-
-
 def _live_lease_counts(comparison_ids, now) -> dict[int, int]:
     rows = (
         Assignment.objects.filter(
@@ -159,8 +157,17 @@ def _live_lease_counts(comparison_ids, now) -> dict[int, int]:
     return {row["comparison_id"]: row["n"] for row in rows}
 
 
-def _any_free(candidates, campaign: Campaign, gold: bool, now) -> bool:
-    """Whether any candidate has a free slot, counting live leases (no locks taken)."""
+def _any_free(user, campaign: Campaign, gold: bool, passed_over: list[int], now) -> bool:
+    """Whether any candidate `candidates.locked_batch` would look at has a free slot, counting
+    live leases (no locks taken)."""
+    seen = Assignment.objects.filter(annotator=user).values("comparison_id")
+    candidates = (
+        Comparison.objects.filter(
+            campaign=campaign, is_gold=gold, scenario__state=Scenario.State.APPROVED
+        )
+        .exclude(pk__in=passed_over)
+        .exclude(pk__in=seen)
+    )
     if gold:
         return candidates.exists()
     live = (
@@ -184,29 +191,21 @@ def _take(user, campaign: Campaign, gold: bool, now) -> Assignment | None:
 
     Priority: most judgments first (finish what is started; gold: fewest first). Ties are broken
     by the comparisons' random `shuffle_key`, read from a random point drawn for this request
-    (see `_locked_batch`), so the order items arrive in says nothing about their companions and
-    differs between annotators. Only comparisons of approved scenarios are handed out.
+    (see `candidates.locked_batch`), so the order items arrive in says nothing about their
+    companions and differs between annotators. Only comparisons of approved scenarios are handed out.
 
     Candidates come in index order without counting leases in SQL, which would cost a subquery
     per comparison of the campaign. Once the rows are locked, their judgment counts are current,
     and the live leases are counted by a new statement, which sees every assignment committed by
     whoever held a row before us.
     """
-    seen = Assignment.objects.filter(annotator=user, comparison__campaign=campaign).values(
-        "comparison_id"
-    )
-    candidates = Comparison.objects.filter(
-        campaign=campaign, is_gold=gold, scenario__state=Scenario.State.APPROVED
-    ).exclude(pk__in=seen)
-    if not gold:
-        candidates = candidates.filter(judgment_count__lt=campaign.overlap)
     start = secrets.randbits(SHUFFLE_KEY_BITS)
     passed_over: list[int] = []
     for attempt in range(50):
-        batch = _locked_batch(candidates.exclude(pk__in=passed_over), gold, start)
+        batch = locked_batch(user, campaign, gold, start, passed_over)
         if not batch:
             # Everything left may just be locked for a moment by others handing out items.
-            if not _any_free(candidates.exclude(pk__in=passed_over), campaign, gold, now):
+            if not _any_free(user, campaign, gold, passed_over, now):
                 return None
             time.sleep(0.005 * (attempt + 1))
             continue
@@ -227,43 +226,6 @@ def _take(user, campaign: Campaign, gold: bool, now) -> Assignment | None:
         left_is_a=random.random() < 0.5,
         lease_expires_at=now + timedelta(minutes=campaign.lease_minutes),
     )
-
-
-SHUFFLE_KEY_BITS = 31  # annotation.models.random_shuffle_key draws keys in [0, 2**31)
-
-
-def _locked_batch(candidates, gold: bool, start: int) -> list[Comparison]:
-    """The first few candidates in queue order, locked; rows others hold are skipped.
-
-    Queue order: by judgment count (most first; gold: fewest first), then by shuffle key going
-    round the key circle from `start`: ORDER BY -judgment_count, (start - shuffle_key) mod 2**31
-    (gold: judgment_count, (shuffle_key - start) mod 2**31). The wrap is two LIMIT queries, keys
-    on either side of `start`, each in the order of the index (campaign, is_gold,
-    judgment_count, shuffle_key) (read backwards for the regular queue), merged here.
-    """
-    span = 2**SHUFFLE_KEY_BITS
-    if gold:
-        order = ("judgment_count", "shuffle_key")
-        parts = (Q(shuffle_key__gte=start), Q(shuffle_key__lt=start))
-
-        def rank(c):
-            return (c.judgment_count, (c.shuffle_key - start) % span, c.pk)
-    else:
-        order = ("-judgment_count", "-shuffle_key")
-        parts = (Q(shuffle_key__lte=start), Q(shuffle_key__gt=start))
-
-        def rank(c):
-            return (-c.judgment_count, (start - c.shuffle_key) % span, c.pk)
-
-    found = []
-    for part in parts:
-        found.extend(
-            candidates.filter(part)
-            .select_related(*ITEM_RELATED)  # what the item shows, read with the lock
-            .order_by(*order)
-            .select_for_update(skip_locked=True, of=("self",))[:CANDIDATES_PER_LOCK]
-        )
-    return sorted(found, key=rank)
 
 
 def next_assignment(user, campaign: Campaign) -> Assignment | None:
