@@ -52,20 +52,25 @@ USABLE = (JudgeVerdict.Parse.STRICT, JudgeVerdict.Parse.FALLBACK)
 
 
 def metric_table(response_ids) -> pd.DataFrame:
-    """Stored metrics per response (index: response id); responses without metrics are absent."""
+    """Stored metrics per response (index: response id); responses without metrics are absent.
+    Besides the features: ``bertscore`` (a composite term only) and the encoder names of the
+    model terms (``embedding_backend``, ``bertscore_backend``: text, None when absent)."""
     rows = []
     for chunk in chunks(sorted(set(response_ids))):
         rows.extend(
             MetricScore.objects.filter(response_id__in=chunk).values_list("response_id", "values")
         )
-    records = {}
+    records, names = {}, {}
     for response_id, values in rows:
-        record = {name: finite_number(values.get(name)) for name in METRIC_FEATURES}
+        record = {name: finite_number(values.get(name)) for name in (*METRIC_FEATURES, "bertscore")}
         chars = finite_number(values.get("length_chars"))
         record["log_length"] = math.log1p(chars) if not math.isnan(chars) else math.nan
         records[response_id] = record
-    columns = [*METRIC_FEATURES, "log_length"]
+        names[response_id] = [values.get(key) for key in paper.PROVENANCE.values()]
+    columns = [*METRIC_FEATURES, "bertscore", "log_length"]
     frame = pd.DataFrame.from_dict(records, orient="index", columns=columns, dtype=float)
+    for k, key in enumerate(paper.PROVENANCE.values()):
+        frame[key] = pd.Series({r: n[k] for r, n in names.items()}, index=frame.index, dtype=object)
     frame.index.name = "response"
     return frame
 
@@ -199,8 +204,11 @@ def _composites(frame_a, frame_b, rows) -> tuple[np.ndarray, np.ndarray, str]:
         both = np.concatenate([frame_a[term].to_numpy()[rows], frame_b[term].to_numpy()[rows]])
         if not np.isnan(both).any():
             columns[term] = both
-    backend = "char_ngram_hash" if "embedding_cosine" in columns else None
-    result = paper.composite_columns(columns, embedding_backend=backend)
+    for key in paper.PROVENANCE.values():
+        columns[key] = np.concatenate(
+            [frame_a[key].to_numpy()[rows], frame_b[key].to_numpy()[rows]]
+        )
+    result = paper.composite_columns(columns)
     used = int(rows.sum())
     out_a[rows], out_b[rows] = result.score[:used], result.score[used:]
     return out_a, out_b, result.note

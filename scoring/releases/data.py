@@ -180,7 +180,6 @@ def composite_frame(inputs: dict) -> tuple[pd.DataFrame, str]:
             partial.append(paper.LABELS[term])
             continue
         columns[term] = column
-    backends = {values[r].get("embedding_backend") for r in reps["response"]} - {None}
     note_extra = ""
     if partial:
         note_extra = (
@@ -190,8 +189,9 @@ def composite_frame(inputs: dict) -> tuple[pd.DataFrame, str]:
     if not columns:
         reps["composite"] = np.nan
         return reps, "None of the composite's terms is stored for every response." + note_extra
-    backend = backends.pop() if "embedding_cosine" in columns and len(backends) == 1 else None
-    result = paper.composite_columns(columns, embedding_backend=backend)
+    for key in paper.PROVENANCE.values():  # the encoder of each model term, named in the note
+        columns[key] = [values[r].get(key) for r in reps["response"]]
+    result = paper.composite_columns(columns)
     reps["composite"] = np.asarray(result.score, dtype=float)
     return reps, result.note + note_extra
 
