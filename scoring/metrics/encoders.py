@@ -28,7 +28,7 @@ BERTSCORE_FOLDERS = ("bert-base-chinese", "bert-base-chinese_sentence_transforme
 BERTSCORE_LAYERS = 8  # bert-score's default layer for bert-base-chinese
 BERTSCORE_MAX_CHARS = 128  # the released evaluator cuts both texts to 128 characters
 BATCH = 64  # texts per forward pass of the paper's (transformer) models
-KNOWN_REFERENCES = 20_000  # reference vectors kept per encoder and process (512 floats each)
+KNOWN_REFERENCES = 20_000  # reference vectors kept per encoder and process (≤ 2 KB each)
 _known: dict[str, dict[str, np.ndarray]] = {}  # encoder → reference text → vector
 
 
