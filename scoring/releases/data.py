@@ -159,28 +159,31 @@ def votes_frame(inputs: dict) -> pd.DataFrame:
     return frame.sort_values("id")[columns].reset_index(drop=True)
 
 
-def _paper_terms(response_ids) -> tuple[dict[int, int], np.ndarray, set]:
-    """The stored paper terms of the responses, read row by row into an array (no parsed values
-    kept): ({response id: row}, rows × terms (NaN: not stored), embedding backends)."""
+def _paper_terms(response_ids) -> tuple[dict[int, int], np.ndarray, dict[str, list]]:
+    """The paper's composite terms stored for these responses, read straight into an array (no
+    JSON kept): ({response id: row}, rows × terms (NaN: not stored), {encoder key: the encoder
+    name of each row})."""
     terms = [(term, _alias(term)) for term in paper.PAPER_WEIGHTS]
     rows = (
         MetricScore.objects.filter(response_id__in=id_subquery(response_ids))
         .values_list("response_id", "values")
         .iterator(chunk_size=5000)
     )
-    found, table, backends = {}, np.empty((len(response_ids), len(terms))), set()
+    found, table = {}, np.empty((len(response_ids), len(terms)))
+    encoders = {key: [] for key in paper.PROVENANCE.values()}
     for pk, values in rows:
         table[len(found)] = [finite_number(values.get(t, values.get(alias))) for t, alias in terms]
         found[pk] = len(found)
-        backends.add(values.get("embedding_backend"))
-    return found, table[: len(found)], backends - {None}
+        for key, names in encoders.items():
+            names.append(values.get(key))
+    return found, table[: len(found)], encoders
 
 
 def composite_frame(inputs: dict) -> tuple[pd.DataFrame, str]:
     """The paper's composite of each representative response, over the metric terms stored
     for every one of them (one renormalisation for the whole release)."""
     reps = representatives(inputs)
-    found, table, backends = _paper_terms(reps["response"].tolist())
+    found, table, encoders = _paper_terms(reps["response"].tolist())
     reps = reps[reps["response"].isin(found)].reset_index(drop=True)
     if reps.empty:
         reps["composite"] = pd.Series(dtype=float)
@@ -205,8 +208,10 @@ def composite_frame(inputs: dict) -> tuple[pd.DataFrame, str]:
     if not columns:
         reps["composite"] = np.nan
         return reps, "None of the composite's terms is stored for every response." + note_extra
-    backend = backends.pop() if "embedding_cosine" in columns and len(backends) == 1 else None
-    result = paper.composite_columns(columns, embedding_backend=backend)
+    rows = [found[r] for r in reps["response"].tolist()]
+    for key, names in encoders.items():  # the encoder of each model term, named in the note
+        columns[key] = [names[row] for row in rows]
+    result = paper.composite_columns(columns)
     reps["composite"] = np.asarray(result.score, dtype=float)
     return reps, result.note + note_extra
 

@@ -110,6 +110,7 @@ def leaderboard_rows(release: Release, data: dict) -> list[dict]:
                 row.update(_group_columns(composite_means, k))
             row["level"] = data["level"]
             row.update(excluded)
+            row["composite_note"] = data["composite"]["note"]  # its encoders; if it separates
             rows.append(row)
     return rows
 
@@ -140,7 +141,7 @@ CSV_COLUMNS = [
     "judge_note", "winrate_ppi", "winrate_ppi_low", "winrate_ppi_high", "winrate_judge",
     "winrate_judge_low", "winrate_judge_high", "winrate_humans", "winrate_humans_low",
     "winrate_humans_high", "composite_mean", "composite_low", "composite_high", "composite_n",
-    "level", "excluded_judgments", "excluded_annotators", "exclusion_reasons",
+    "level", "excluded_judgments", "excluded_annotators", "exclusion_reasons", "composite_note",
 ]  # fmt: skip
 
 
@@ -222,9 +223,15 @@ def _markdown_header(release: Release, data: dict, notes: list[str]) -> list[str
         *(line for note in notes for line in (_md(note), "")),
         f"| Rank | Companion | Human Elo ({level} CI) | Votes | Judge Elo ({level} CI) | "
         f"Win rate vs anchor, PPI++ ({level} CI) | Judge only, uncorrected ({level} CI) | "
-        f"Humans only ({level} CI) | Composite ({level} CI) | Significantly better than |",
+        f"Humans only ({level} CI) | Composite ({level} CI){_cannot_separate(data)} | "
+        "Significantly better than |",
         "|---:|---|---|---:|---|---|---|---|---|---|",
     ]
+
+
+def _cannot_separate(data: dict) -> str:
+    """Beside the composite's heading when it tells no companions apart (see its note)."""
+    return "" if data["composite"].get("separates", True) else " — cannot separate them, see notes"
 
 
 def _markdown_row(row: dict, has_judge: bool) -> str:

