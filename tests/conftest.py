@@ -71,6 +71,22 @@ def fast_password_hasher(settings):
     settings.PASSWORD_HASHERS = FAST_HASHERS
 
 
+@contextmanager
+def as_in_a_test(django_db_blocker, media: Path):
+    """For a fixture wider than one test: database access, and what the function-scoped autouse
+    fixtures give a test (fast password hasher, media in a temporary folder, eager Celery)."""
+    eager = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    try:
+        with (
+            django_db_blocker.unblock(),
+            override_settings(PASSWORD_HASHERS=FAST_HASHERS, MEDIA_ROOT=media),
+        ):
+            yield
+    finally:
+        app.conf.task_always_eager = eager
+
+
 @pytest.fixture(scope="module")
 def module_db(django_db_setup, django_db_blocker, tmp_path_factory):
     """Rows made once for a whole module: a transaction open from the first test that asks
@@ -78,31 +94,16 @@ def module_db(django_db_setup, django_db_blocker, tmp_path_factory):
     inside it, rolled back after the test as usual, so every test starts from these rows
     whatever the one before did; they are rolled back at the end of the module.
 
-    Yields a context manager for the module-scoped fixture that writes the rows: database
-    access, and what the function-scoped autouse fixtures give a test (fast password hasher,
-    media in a temporary folder, eager Celery). Only for modules whose tests use `db` (not
-    `transactional_db` or `live_server`) and do not make the same rows themselves."""
+    Yields a context manager (`as_in_a_test`) for the module-scoped fixture that writes the
+    rows. Only for modules whose tests use `db` (not `transactional_db` or `live_server`) and
+    do not make the same rows themselves."""
     with django_db_blocker.unblock():
         outer = transaction.atomic()
         outer._from_testcase = True  # as Django's TestCase marks its own
         outer.__enter__()
     media = tmp_path_factory.mktemp("module-media")
-
-    @contextmanager
-    def writing():
-        eager = app.conf.task_always_eager
-        app.conf.task_always_eager = True
-        try:
-            with (
-                django_db_blocker.unblock(),
-                override_settings(PASSWORD_HASHERS=FAST_HASHERS, MEDIA_ROOT=media),
-            ):
-                yield
-        finally:
-            app.conf.task_always_eager = eager
-
     try:
-        yield writing
+        yield lambda: as_in_a_test(django_db_blocker, media)
     finally:
         with django_db_blocker.unblock():
             transaction.set_rollback(True)
