@@ -29,9 +29,10 @@ demo: $(RUNTIME)
 	DJANGO_DEBUG=1 $(BIN)/python manage.py load_demo
 	DJANGO_DEBUG=1 $(BIN)/python manage.py runserver 127.0.0.1:8000
 
-## The whole test suite (PostgreSQL/Redis when DATABASE_URL/CELERY_BROKER_URL are set).
+## The whole test suite (PostgreSQL/Redis when DATABASE_URL/CELERY_BROKER_URL are set), in
+## parallel: one pytest-xdist worker per core (PYTEST_WORKERS=0 runs it in one process).
 test: $(STAMP)
-	SECRET_KEY=$${SECRET_KEY:-test-only-secret-key} $(BIN)/pytest $(PYTEST_ARGS)
+	SECRET_KEY=$${SECRET_KEY:-test-only-secret-key} $(BIN)/pytest -n $${PYTEST_WORKERS:-auto} --dist worksteal $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -1,13 +1,58 @@
+import os
+from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
+from django.conf import settings as django_settings
 from django.contrib.auth.models import Group
+from django.db import transaction
+from django.test import override_settings
 
+from h2htalk.celery import app
 from h2htalk.roles import ADMIN, ANNOTATOR, RESEARCHER, ensure_role_groups
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED_DATA = REPO.parent / "shared" / "data" / "h2htalk"
 PASSWORD = "correct horse battery staple"
+FAST_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+REDIS_DATABASES = 16  # Redis's default number of databases
+
+
+def _redis_database_of_this_worker() -> None:
+    """Under `pytest -n N` (pytest-xdist, as `make test` runs) every worker process has its own
+    test database (pytest-django adds the suffix) and, from here, its own Redis database: the
+    configured one plus the worker's number (gw0 keeps it). Two workers sharing one would see
+    each other's cache keys (job ids and user names repeat across their databases) and a
+    test's cache.clear() (FLUSHDB) would wipe the other's jobs and throttle counters. Set in
+    os.environ as well, so the Celery workers a test starts use the same database."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if not worker.startswith("gw"):
+        return
+    moved = {}
+    for name in ("CELERY_BROKER_URL", "REDIS_URL"):
+        url = os.environ.get(name, "")
+        if url.startswith("redis"):
+            parts = urlsplit(url)
+            number = (int(parts.path.strip("/") or 0) + int(worker[2:])) % REDIS_DATABASES
+            moved[name] = os.environ[name] = parts._replace(path=f"/{number}").geturl()
+    if not moved:
+        return
+    broker = moved.get("CELERY_BROKER_URL")
+    redis = moved.get("REDIS_URL", broker)  # settings.py: REDIS_URL defaults to the broker
+    caches = django_settings.CACHES
+    if redis and caches["default"]["BACKEND"].endswith("RedisCache"):
+        caches = {"default": {**caches["default"], "LOCATION": redis}}
+    override_settings(
+        CELERY_BROKER_URL=broker or django_settings.CELERY_BROKER_URL,
+        REDIS_URL=redis or django_settings.REDIS_URL,
+        CACHES=caches,
+    ).enable()  # for the whole process; its setting_changed signal resets the cache handler
+    if broker:
+        app.conf.broker_url = broker
+
+
+_redis_database_of_this_worker()
 
 
 def make_user(django_user_model, username, role=None):
@@ -23,7 +68,46 @@ def make_user(django_user_model, username, role=None):
 @pytest.fixture(autouse=True)
 def fast_password_hasher(settings):
     """Tests create many users; the production hasher is deliberately slow."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    settings.PASSWORD_HASHERS = FAST_HASHERS
+
+
+@contextmanager
+def as_in_a_test(django_db_blocker, media: Path):
+    """For a fixture wider than one test: database access, and what the function-scoped autouse
+    fixtures give a test (fast password hasher, media in a temporary folder, eager Celery)."""
+    eager = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    try:
+        with (
+            django_db_blocker.unblock(),
+            override_settings(PASSWORD_HASHERS=FAST_HASHERS, MEDIA_ROOT=media),
+        ):
+            yield
+    finally:
+        app.conf.task_always_eager = eager
+
+
+@pytest.fixture(scope="module")
+def module_db(django_db_setup, django_db_blocker, tmp_path_factory):
+    """Rows made once for a whole module: a transaction open from the first test that asks
+    for them to the end of the module. Each test's own transaction (`db`) is a savepoint
+    inside it, rolled back after the test as usual, so every test starts from these rows
+    whatever the one before did; they are rolled back at the end of the module.
+
+    Yields a context manager (`as_in_a_test`) for the module-scoped fixture that writes the
+    rows. Only for modules whose tests use `db` (not `transactional_db` or `live_server`) and
+    do not make the same rows themselves."""
+    with django_db_blocker.unblock():
+        outer = transaction.atomic()
+        outer._from_testcase = True  # as Django's TestCase marks its own
+        outer.__enter__()
+    media = tmp_path_factory.mktemp("module-media")
+    try:
+        yield lambda: as_in_a_test(django_db_blocker, media)
+    finally:
+        with django_db_blocker.unblock():
+            transaction.set_rollback(True)
+            outer.__exit__(None, None, None)
 
 
 @pytest.fixture(autouse=True)
@@ -85,19 +169,24 @@ def annotator_client(client, annotator):
     return client
 
 
+def require_shared(path: Path) -> Path:
+    """A file of the benchmark's released data: skipped without it, a failure in CI."""
+    if not path.exists():
+        message = f"{path} is missing (the benchmark's released data, see SOURCE.md)"
+        if os.environ.get("CI"):
+            pytest.fail(f"{message}; CI is set, so missing input is a failure", pytrace=False)
+        pytest.skip(message)
+    return path
+
+
 @pytest.fixture
 def release_file():
-    path = SHARED_DATA / "dialogue_base.jsonl"
-    if not path.exists():
-        pytest.skip(f"{path} is missing (the benchmark's released data, see SOURCE.md)")
-    return path
+    return require_shared(SHARED_DATA / "dialogue_base.jsonl")
 
 
 @pytest.fixture(autouse=True)
 def celery_eager(request):
     """Tasks run in-process unless a test is about jobs (marked `worker`)."""
-    from h2htalk.celery import app
-
     if request.node.get_closest_marker("worker"):
         yield
         return
@@ -105,3 +194,32 @@ def celery_eager(request):
     app.conf.task_always_eager = True
     yield
     app.conf.task_always_eager = previous
+
+
+# Modules that mostly wait (real Celery workers, servers and commands in subprocesses, a
+# browser, big imports): run first, so that under `pytest -n` (`make test`) their waits overlap
+# the other tests instead of leaving one worker alone with them at the end.
+WAITING_FIRST = (
+    "tests/test_faults.py",
+    "tests/scenarios/test_generation_worker.py",
+    "tests/scoring/test_judge_worker.py",
+    "tests/scoring/test_release_worker.py",
+    "tests/scenarios/test_import_job.py",
+    "tests/test_backup.py",
+    "tests/test_login_throttle_server.py",
+    "tests/test_migrations_keep_rows.py",
+    "tests/browser/",
+    "tests/hostile/test_schemathesis.py",
+    "tests/hostile/test_page_fuzz.py",
+)
+
+
+def _first(item) -> int | None:
+    path = Path(str(item.path)).resolve().relative_to(REPO).as_posix()
+    return next((i for i, start in enumerate(WAITING_FIRST) if path.startswith(start)), None)
+
+
+def pytest_collection_modifyitems(items):
+    """Whole modules keep their order (module-scoped fixtures are made once)."""
+    order = {id(item): _first(item) for item in items}
+    items.sort(key=lambda item: (order[id(item)] is None, order[id(item)] or 0))

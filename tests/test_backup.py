@@ -13,6 +13,7 @@ from scenarios.models import Response, Scenario
 from scoring.models import Release
 from scoring.releases import service as releases
 from scoring.releases import verifying
+from tests.conftest import as_in_a_test
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -31,15 +32,27 @@ def content() -> dict:
     }
 
 
-def test_dump_restore_round_trip_keeps_counts_and_content(tmp_path):
-    call_command("load_demo", stdout=io.StringIO())
-    before_counts, before_content = backup.counts(), content()
+@pytest.fixture(scope="module")
+def demo_dump(django_db_setup, django_db_blocker, tmp_path_factory):
+    """The demo study (`load_demo`) dumped once for the module: the dump's path, and the counts
+    and content of the database it came from, emptied again (`flush`: an empty, migrated
+    database) before the tests."""
+    folder = tmp_path_factory.mktemp("backup")
+    path = folder / "study.jsonl"
+    with as_in_a_test(django_db_blocker, folder / "media"):
+        call_command("load_demo", stdout=io.StringIO())
+        try:
+            before = backup.counts(), content()
+            call_command("dump_study", output=str(path), stderr=io.StringIO())
+        finally:
+            call_command("flush", interactive=False, verbosity=0)
+    return path, *before
+
+
+def test_dump_restore_round_trip_keeps_counts_and_content(demo_dump):
+    path, before_counts, before_content = demo_dump
     assert before_counts["annotation.Judgment"] == 243
     assert before_content["releases"][0][1]  # the demo release, frozen and computed
-
-    path = tmp_path / "study.jsonl"
-    call_command("dump_study", output=str(path), stderr=io.StringIO())
-    call_command("flush", interactive=False, verbosity=0)  # an empty, migrated database
     assert backup.counts()["scenarios.Scenario"] == 0
 
     out = io.StringIO()
@@ -62,22 +75,21 @@ def test_dump_restore_round_trip_keeps_counts_and_content(tmp_path):
     scenario.save()
 
 
-def test_restore_refuses_a_database_that_is_not_empty(tmp_path):
-    call_command("load_demo", stdout=io.StringIO())
-    path = tmp_path / "study.jsonl"
-    call_command("dump_study", output=str(path), stderr=io.StringIO())
+def test_restore_refuses_a_database_that_is_not_empty(demo_dump):
+    path = demo_dump[0]
+    call_command("restore_study", str(path), stdout=io.StringIO())  # the study is there now
+    study = backup.counts()
     with pytest.raises(CommandError, match="needs an empty study database"):
         call_command("restore_study", str(path))
+    assert backup.counts() == study
 
 
-def test_a_broken_dump_writes_nothing(tmp_path):
-    call_command("load_demo", stdout=io.StringIO())
-    path = tmp_path / "study.jsonl"
-    call_command("dump_study", output=str(path), stderr=io.StringIO())
-    lines = path.read_text(encoding="utf-8").splitlines()
+def test_a_broken_dump_writes_nothing(demo_dump, tmp_path):
+    lines = demo_dump[0].read_text(encoding="utf-8").splitlines()
     lines[len(lines) // 2] = '{"model": "scenarios.scenario", "pk": 1, "fields": {"subtask": '
+    path = tmp_path / "study.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    call_command("flush", interactive=False, verbosity=0)
+    assert backup.counts()["scenarios.Scenario"] == 0
     with pytest.raises(Exception):  # noqa: B017 - loaddata's own error names the line
         call_command("restore_study", str(path))
     assert sum(backup.counts().values()) == 0

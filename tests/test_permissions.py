@@ -4,6 +4,7 @@ The table below is the contract. A URL added to the project without an entry her
 `test_table_covers_every_url`, so each new page or endpoint gets a deliberate access decision.
 """
 
+import copy
 import json
 from dataclasses import dataclass
 from functools import cache
@@ -20,6 +21,7 @@ from django.utils.http import urlsafe_base64_encode
 from annotation import queue
 from annotation.models import AnnotatorExclusion, Assignment, Campaign, Judgment
 from h2htalk.models import Job
+from h2htalk.roles import ensure_role_groups
 from scenarios.models import CompanionModel, GenerationRun, Response, Scenario
 from scoring.models import CalibratedJudge, JudgeConfig, JudgeRun, JudgeVerdict, Release
 from scoring.releases import service as releases
@@ -369,9 +371,33 @@ def fast_passwords(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(scope="module")
+def module_world(module_db):
+    """The world is made once per module (its tests only read it or change it inside their own
+    transaction, rolled back after each): `world` hands each test a copy of it."""
+    with module_db(), pytest.MonkeyPatch.context() as patch:
+        patch.setenv("H2HTALK_CODE_VERSION", "test")
+        ensure_role_groups()
+        django_user_model = get_user_model()
+        users = {  # made in the order the user fixtures of tests/conftest.py made them
+            ADMIN: make_user(django_user_model, "admin1", ADMIN),
+            RESEARCHER: make_user(django_user_model, "researcher1", RESEARCHER),
+            ANNOTATOR: make_user(django_user_model, "annotator1", ANNOTATOR),
+            NOROLE: make_user(django_user_model, "norole1"),
+        }
+        return make_world(users, django_user_model)
+
+
 @pytest.fixture
-def world(monkeypatch, admin_user, researcher, annotator, nobody, django_user_model):
+def world(module_world, db, monkeypatch):
+    """One object of every kind (users "admin1", "researcher1", "annotator1", "norole1": a test
+    using `world` makes none of its own); Python objects copied, so a test may change them."""
     monkeypatch.setenv("H2HTALK_CODE_VERSION", "test")
+    return copy.deepcopy(module_world)
+
+
+def make_world(users: dict, django_user_model) -> World:
+    admin_user, researcher, annotator = users[ADMIN], users[RESEARCHER], users[ANNOTATOR]
     persona = factories.persona("Lin")
     scenario = factories.scenario(researcher, persona=persona, tags=["work"])
     job = Job.objects.create(
@@ -431,7 +457,7 @@ def world(monkeypatch, admin_user, researcher, annotator, nobody, django_user_mo
         compute_now=False,  # frozen and computed only by the compute probes: keeps this cheap
     )
     return World(
-        users={NOROLE: nobody, ANNOTATOR: annotator, RESEARCHER: researcher, ADMIN: admin_user},
+        users=users,
         target=make_user(django_user_model, "target1", "annotator"),
         persona=persona,
         scenario=scenario,

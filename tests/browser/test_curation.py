@@ -9,7 +9,7 @@ from playwright.sync_api import expect
 from scenarios.models import Persona, Scenario
 from scenarios.taxonomy import Subtask
 from tests.browser.conftest import assert_static_loaded
-from tests.conftest import SHARED_DATA
+from tests.conftest import SHARED_DATA, require_shared
 from tests.scenarios import factories
 
 SCRIPT = "<script>window.__xss=1</script>"
@@ -234,9 +234,7 @@ def test_review_request_changes_then_approve(researcher_page, researcher):
 
 
 def test_import_preview_then_confirm(researcher_page):
-    release = SHARED_DATA / "dialogue_emotion.jsonl"
-    if not release.exists():
-        pytest.skip(f"{release} is missing (the benchmark's released data, see SOURCE.md)")
+    release = require_shared(SHARED_DATA / "dialogue_emotion.jsonl")
     page = researcher_page
     page.get_by_role("navigation").get_by_role("link", name="Import").click()
     page.get_by_label("File").set_input_files(release)

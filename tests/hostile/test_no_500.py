@@ -21,6 +21,7 @@ from tests import test_permissions
 from tests.test_permissions import ADMIN, EXPECTED, urls_for
 
 world = test_permissions.world  # the fixture: one object of every kind
+module_world = test_permissions.module_world  # (made once for the module)
 
 DEEP = "[" * 100_000
 SUPERSCRIPT = "²"

@@ -36,6 +36,7 @@ from tests import test_permissions
 from tests.test_permissions import ADMIN, EXPECTED, POST_ONLY, RESEARCHER, urls_for
 
 world = test_permissions.world  # the fixture: one object of every kind
+module_world = test_permissions.module_world  # (made once for the module)
 
 # Sent to every parameter: in rotation (request k gives parameter i value (i + k) mod n, so
 # each parameter meets each value once in n requests, next to different neighbours).

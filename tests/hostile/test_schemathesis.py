@@ -26,7 +26,7 @@ from rest_framework.authtoken.models import Token
 from schemathesis.checks import not_a_server_error
 
 from scoring.models import Release
-from tests.test_permissions import ADMIN, world  # noqa: F401 (the fixture)
+from tests.test_permissions import ADMIN, module_world, world  # noqa: F401 (the fixtures)
 
 EXAMPLES = int(os.environ.get("HOSTILE_API_EXAMPLES", "8"))
 APP = get_wsgi_application()

@@ -25,7 +25,7 @@ from scenarios.companions.writer import ResponseWriter
 from scenarios.importers import import_file
 from scenarios.models import CompanionModel, GenerationRun, Response
 from scenarios.tasks import run_response_import
-from tests.conftest import SHARED_DATA
+from tests.conftest import SHARED_DATA, require_shared
 
 pytestmark = pytest.mark.django_db
 
@@ -207,9 +207,7 @@ def test_evaluator_layout_maps_folders_files_and_lines(bank, tmp_path, kind):
 
 
 def test_released_dialogue_emotion_answers_map_to_q001_to_q099(tmp_path):
-    release = SHARED_DATA / "dialogue_emotion.jsonl"
-    if not release.exists():
-        pytest.skip(f"{release} is missing (the benchmark's released data, see SOURCE.md)")
+    release = require_shared(SHARED_DATA / "dialogue_emotion.jsonl")
     assert import_file(str(release), release.name).created == 99
     references = [json.loads(line)["response"] for line in release.read_bytes().splitlines()]
     model_lines = [json.dumps({"response": f"my answer #{n}"}) for n in range(1, 100)]

@@ -1,5 +1,6 @@
 """The agreement report of a campaign: page, cache, background job, command, API, exports."""
 
+import copy
 import io
 import random
 
@@ -11,16 +12,37 @@ from django.urls import reverse
 from annotation import queue
 from annotation.models import Assignment, Judgment
 from h2htalk.models import Job
+from h2htalk.roles import RESEARCHER, ensure_role_groups
 from scoring.agreement import services as agreement
 from scoring.models import AgreementReport
 from tests.annotation import factories
 from tests.conftest import make_user
 
 
+@pytest.fixture(scope="module")
+def module_rated(module_db):
+    """Made once per module (rating 144 items takes a while): the researcher and `rated`."""
+    with module_db():
+        ensure_role_groups()
+        researcher = make_user(get_user_model(), "researcher1", RESEARCHER)
+        return researcher, rate_campaign(researcher)
+
+
 @pytest.fixture
-def rated(researcher, roles, django_user_model):
+def researcher(module_rated, db):
+    """The researcher of tests/conftest.py, who owns `rated` here (made with it)."""
+    return copy.deepcopy(module_rated[0])
+
+
+@pytest.fixture
+def rated(module_rated, db):
     """6 annotators rate a 3-model campaign; the model with the higher id is better, except
     that 'clicker' always picks the left side."""
+    return copy.deepcopy(module_rated[1])
+
+
+def rate_campaign(researcher):
+    django_user_model = get_user_model()
     raters = factories.annotators(django_user_model, 5)
     clicker = make_user(django_user_model, "clicker", "annotator")
     raters.append(clicker)

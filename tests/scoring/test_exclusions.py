@@ -27,6 +27,8 @@ from tests.scoring import test_calibration_support as support
 from tests.scoring.test_release_pipeline import make_release, rated_world
 
 rated = test_agreement_report.rated  # the fixture: 6 raters, one always clicks left
+module_rated = test_agreement_report.module_rated  # (made once for the module)
+researcher = test_agreement_report.researcher  # (made with it)
 
 
 def _alpha(data, label="winner3"):
@@ -300,7 +302,7 @@ def test_command_excludes_lists_and_clears(rated):
 
 
 def test_calibration_fit_leaves_excluded_judgments_out(researcher, roles, django_user_model):
-    raters = campaign_factories.annotators(django_user_model, 3)
+    raters = campaign_factories.annotators(django_user_model, 3, prefix="fitrater")
     campaign, _ = support.rated_campaign(researcher, raters, judge_mode=None, seed=2)
     everyone = features.comparison_table(campaign)
     first = fit(campaign, user=researcher, name="with everyone")
