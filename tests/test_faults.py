@@ -545,5 +545,4 @@ def test_an_import_over_its_time_limit_on_a_real_worker_ends_failed():
     assert job.state == Job.State.FAILED, job.message
     assert job.message == jobs.timed_out_message(1)
     assert counts == {0} and Scenario.objects.count() == 0
-    # The upload is released just after the outcome is recorded (h2htalk.jobs.finish).
-    wait_for(lambda: not default_storage.exists(path), timeout=30, interval=0.05)
+    assert not default_storage.exists(path)
