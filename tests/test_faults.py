@@ -531,7 +531,9 @@ def test_an_import_over_its_time_limit_on_a_real_worker_ends_failed():
     """JOB_TIME_LIMIT_SECONDS=1 for the worker: Celery's soft limit stops the import mid-way,
     the job ends failed with the limit named, and nothing was written."""
     require_postgres()
-    path = _store("limit.jsonl", scenario_rows(ROWS, prefix="limit"))
+    # Three times the usual file: the import must outlast the limit by more than the pool's
+    # coarse check of it (a 20,000-row import now finishes in about 2 s).
+    path = _store("limit.jsonl", scenario_rows(3 * ROWS, prefix="limit"))
 
     with celery_worker(env={**FAST, "JOB_TIME_LIMIT_SECONDS": "1"}):
         job = _import_job("scenario_import", path, "limit.jsonl", run_scenario_import)
