@@ -30,7 +30,7 @@ demo: $(RUNTIME)
 	DJANGO_DEBUG=1 $(BIN)/python manage.py runserver 127.0.0.1:8000
 
 ## The whole test suite (PostgreSQL/Redis when DATABASE_URL/CELERY_BROKER_URL are set), in
-## parallel: one pytest-xdist worker per core (PYTEST_WORKERS=0 runs it in one process).
+## parallel: pytest-xdist, one worker more than the cores (PYTEST_WORKERS=0: one process).
 test: $(STAMP)
 	SECRET_KEY=$${SECRET_KEY:-test-only-secret-key} $(BIN)/pytest -n $${PYTEST_WORKERS:-auto} --dist worksteal $(PYTEST_ARGS)
 

@@ -223,3 +223,10 @@ def pytest_collection_modifyitems(items):
     """Whole modules keep their order (module-scoped fixtures are made once)."""
     order = {id(item): _first(item) for item in items}
     items.sort(key=lambda item: (order[id(item)] is None, order[id(item)] or 0))
+
+
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto` (`make test`): one worker more than the cores this process may use. Much of the
+    suite waits (Celery workers, servers, subprocesses, a browser); the extra worker runs tests
+    meanwhile."""
+    return len(os.sched_getaffinity(0)) + 1
