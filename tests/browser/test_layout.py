@@ -3,10 +3,12 @@
 The rating page keeps its progress in sight, shows a long dialogue by page scrolling alone (the
 earlier turns behind a button that counts them), lets each response be scrolled clear of the
 sticky choice bar, and answers a submit without a choice with an alert by the buttons. No page
-of the site scrolls sideways on a phone, and "Log out" is always on screen.
+of the site scrolls sideways on a phone (a wide table scrolls in a box of its own, which takes
+keyboard focus), and "Log out" is always on screen.
 """
 
 import pytest
+from axe_playwright_python.sync_playwright import Axe
 from django.urls import reverse
 from playwright.sync_api import expect
 
@@ -223,6 +225,7 @@ def test_no_page_scrolls_sideways_on_a_phone(page, log_in, demo, role):
     users, pages = demo
     page.set_viewport_size(PHONE)
     log_in(users[role])
+    axe = Axe()
     problems = []
     for path in pages[role]:
         answer = page.goto(path)
@@ -239,6 +242,10 @@ def test_no_page_scrolls_sideways_on_a_phone(page, log_in, demo, role):
             right = table.evaluate(SCROLL_BOX_RIGHT)
             if right > PHONE["width"]:
                 problems.append(f"{path}: a table reaches {right} px")
+        # A box that scrolls can be scrolled from the keyboard (it takes focus).
+        scrolling = axe.run(page, options={"runOnly": ["scrollable-region-focusable"]})
+        for violation in scrolling.response["violations"]:
+            problems += [f"{path}: {n['target']} scrolls, no focus" for n in violation["nodes"]]
     assert problems == []
 
 
