@@ -1,28 +1,33 @@
 """Server-side SVG charts shared by the scoring pages (no JavaScript library, no CDN): the
-drawing primitives, the labelled grid and heat map, and the one reliability diagram.
+drawing primitives, the labelled grid and heat map with its colour key, and the one
+reliability diagram.
 
 Every text that goes into an SVG passes through html.escape, which is why the result may be
-marked safe."""
+marked safe. A chart has a viewBox and its natural size as width and height; the stylesheet
+(svg.chart) lets it shrink with the page. Text is never smaller than TEXT user units (12 px at
+the natural size), and text on a coloured cell takes black or white ink, whichever contrasts
+more: at least 4.58:1 on any fill (WCAG AA asks 4.5:1)."""
 
 import math
+import textwrap
 from collections.abc import Callable, Mapping
 from html import escape
 
 from django.utils.safestring import SafeString, mark_safe
 
 FONT = 'font-family="system-ui, sans-serif"'
+TEXT = 12  # font size of every text in a chart
 BLUE = (44, 93, 143)
 ORANGE = (194, 87, 26)
 NO_VALUE = "#eeeeee"
 EMPTY_CELL = "#f4f5f7"
-DARK_INK = "#1d232a"
 
 
 def svg_document(width, height, label, parts) -> SafeString:
     head = (
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width:.0f} {height:.0f}" '
-        f'width="{width:.0f}" height="{height:.0f}" role="img" aria-label="{escape(label)}" '
-        f"{FONT}>"
+        f'width="{width:.0f}" height="{height:.0f}" class="chart" role="img" '
+        f'aria-label="{escape(label)}" {FONT}>'
     )
     return mark_safe(head + "".join(parts) + "</svg>")  # noqa: S308 - every text escaped
 
@@ -66,6 +71,51 @@ def sequential(value: float | None, low: float, high: float) -> str:
     return _tint(max(0.0, min(1.0, (value - low) / (high - low))), BLUE)
 
 
+def _luminance(colour: str) -> float:
+    """WCAG relative luminance of "#rrggbb" or "rgb(r,g,b)"."""
+    if colour.startswith("#"):
+        channels = [int(colour[k : k + 2], 16) for k in (1, 3, 5)]
+    else:
+        channels = [int(c) for c in colour[colour.index("(") + 1 : -1].split(",")]
+    linear = [c / 3294.6 if c <= 10 else ((c / 255 + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def contrast(first: str, second: str) -> float:
+    """WCAG contrast ratio of two colours (1 to 21)."""
+    light, dark = sorted((_luminance(first), _luminance(second)), reverse=True)
+    return (light + 0.05) / (dark + 0.05)
+
+
+def ink(fill: str) -> str:
+    """Black or white text on `fill`, whichever contrasts more."""
+    black, white = "#000000", "#ffffff"
+    return black if contrast(fill, black) >= contrast(fill, white) else white
+
+
+def _key(
+    legend: tuple[str, list[tuple[str, str]]], top: float, width: float
+) -> tuple[list[str], float]:
+    """A colour key under a chart: its title (wrapped to the width), then a swatch and label
+    per colour, wrapped too. Returns the parts and the key's bottom."""
+    title, swatches = legend
+    parts, y = [], top
+    for line in textwrap.wrap(title, max(int((width - 12) / 6.6), 20)):
+        y += 16
+        parts.append(f'<text x="6" y="{y}" font-size="{TEXT}">{escape(line)}</text>')
+    x, y = 6, y + 8
+    for fill, label in swatches:
+        size = 26 + 7 * len(label)
+        if x + size > width and x > 6:
+            x, y = 6, y + 20
+        parts.append(
+            f'<rect x="{x}" y="{y}" width="14" height="14" fill="{fill}" stroke="#8a939c"/>'
+            f'<text x="{x + 19}" y="{y + 12}" font-size="{TEXT}">{escape(label)}</text>'
+        )
+        x += size
+    return parts, y + 20
+
+
 # ---------------------------------------------------------------- grids and heat maps
 
 
@@ -81,12 +131,10 @@ def _grid_cell(cell: dict | None, x0: float, y0: float, width: int, height: int)
     )
     if cell.get("text"):
         weight = ' font-weight="700"' if cell.get("bold") else ""
-        ink = f' fill="{cell["ink"]}"' if cell.get("ink") else ""
-        font = 11 if height >= 24 else 9
         out += (
             f'<text x="{x0 + width / 2:.1f}" y="{y0 + height / 2 + 4:.1f}" '
-            f'font-size="{font}" text-anchor="middle"{weight}{ink} pointer-events="none">'
-            f"{escape(cell['text'])}</text>"
+            f'font-size="{TEXT}" text-anchor="middle"{weight} fill="{ink(cell["fill"])}" '
+            f'pointer-events="none">{escape(cell["text"])}</text>'
         )
     return out
 
@@ -98,30 +146,37 @@ def grid_svg(
     label: str,
     cell_width: int = 58,
     cell_height: int = 30,
+    legend: tuple[str, list[tuple[str, str]]] | None = None,
 ) -> SafeString:
-    """A labelled grid. Each cell: {"fill", "title", and optionally "text", "bold", "ink"} or
-    None (light grey, no value)."""
-    left = 12 + 7 * max((len(shorten(r)) for r in row_labels), default=4)
-    top = 14 + 6 * max((len(shorten(c, 20)) for c in col_labels), default=4)
-    overhang = 0.8 * 6.2 * max((len(shorten(c, 20)) for c in col_labels), default=4)
+    """A labelled grid. Each cell: {"fill", "title", and optionally "text", "bold"} or None
+    (light grey: the diagonal of a matrix). `legend`: (title, [(fill, label), …]), the colour
+    key drawn under the grid."""
+    left = 12 + 7.2 * max((len(shorten(r)) for r in row_labels), default=4)
+    longest = max((len(shorten(c, 20)) for c in col_labels), default=4)
+    top = 14 + 4.8 * longest
+    overhang = 5.6 * longest  # the last rotated label reaches this far right of its column
     width = left + cell_width * len(col_labels) + max(10, overhang - cell_width / 2 + 10)
-    height = top + cell_height * len(row_labels) + 10
+    width = max(width, 300) if legend else width
     parts = []
     for j, name in enumerate(col_labels):
         cx = left + j * cell_width + cell_width / 2
         parts.append(
-            f'<text x="{cx:.1f}" y="{top - 6}" font-size="11" text-anchor="start" '
-            f'transform="rotate(-40 {cx:.1f} {top - 6})">{escape(shorten(name, 20))}</text>'
+            f'<text x="{cx:.1f}" y="{top - 6:.1f}" font-size="{TEXT}" text-anchor="start" '
+            f'transform="rotate(-40 {cx:.1f} {top - 6:.1f})">{escape(shorten(name, 20))}</text>'
         )
     for i, name in enumerate(row_labels):
         cy = top + i * cell_height + cell_height / 2
         parts.append(
-            f'<text x="{left - 6}" y="{cy + 4:.1f}" font-size="11" text-anchor="end">'
+            f'<text x="{left - 6:.1f}" y="{cy + 4:.1f}" font-size="{TEXT}" text-anchor="end">'
             f"{escape(shorten(name))}</text>"
         )
         for j in range(len(col_labels)):
             x0, y0 = left + j * cell_width, top + i * cell_height
             parts.append(_grid_cell(cells[i][j], x0, y0, cell_width, cell_height))
+    height = top + cell_height * len(row_labels) + 10
+    if legend:
+        key, height = _key(legend, height, width)
+        parts += key
     return svg_document(width, height, label, parts)
 
 
@@ -134,12 +189,13 @@ def heatmap_svg(
     fill: Callable[[float | None], str],
     text: Callable[[float], str],
     title: Callable[[int, int, float | None], str | None],
-    ink: Callable[[float], str] | None = None,
+    key: tuple[str, list[float]],
     cell: tuple[int, int] = (64, 28),
 ) -> SafeString:
-    """A heat map of values[i][j] (row i, column j; None: no value), empty when no cell has a
-    value. `title(i, j, value)` is the hover text; for a cell without value a title makes a
-    grey cell that still says why, None leaves it blank."""
+    """A heat map of values[i][j] (row i, column j; None: no value, a grey cell), empty when no
+    cell has a value. `title(i, j, value)` is the hover text (for a cell without value: why,
+    or None). `key`: (what the colour means, the values its swatches show); a swatch for "no
+    value" joins it when some cell has none."""
     if all(value is None for row in values for value in row):
         return mark_safe("")
     cells = []
@@ -148,13 +204,14 @@ def heatmap_svg(
         for j, value in enumerate(row):
             note = title(i, j, value)
             if value is None:
-                cells[i].append({"fill": NO_VALUE, "title": note} if note else None)
+                cells[i].append({"fill": NO_VALUE, "title": note or "no value"})
                 continue
-            entry = {"fill": fill(value), "text": text(value), "title": note or ""}
-            if ink:
-                entry["ink"] = ink(value)
-            cells[i].append(entry)
-    return grid_svg(row_labels, col_labels, cells, label, *cell)
+            cells[i].append({"fill": fill(value), "text": text(value), "title": note or ""})
+    meaning, stops = key
+    swatches = [(fill(v), text(v)) for v in stops]
+    if any(value is None for row in values for value in row):
+        swatches.append((NO_VALUE, "no value"))
+    return grid_svg(row_labels, col_labels, cells, label, *cell, legend=(meaning, swatches))
 
 
 # ---------------------------------------------------------------- reliability
@@ -195,26 +252,44 @@ def _reliability_axes(x, y, plot: float) -> list[str]:
     ]
     for tick in (0, 0.25, 0.5, 0.75, 1):
         parts.append(
-            f'<text x="{x(tick)}" y="{y(0) + 14}" font-size="10" text-anchor="middle">'
+            f'<text x="{x(tick)}" y="{y(0) + 16}" font-size="{TEXT}" text-anchor="middle">'
             f"{tick:g}</text>"
-            f'<text x="{x(0) - 5}" y="{y(tick) + 3}" font-size="10" text-anchor="end">'
+            f'<text x="{x(0) - 5}" y="{y(tick) + 4}" font-size="{TEXT}" text-anchor="end">'
             f"{tick:g}</text>"
         )
     parts.append(
-        f'<text x="{x(0.5)}" y="{y(0) + 28}" font-size="11" text-anchor="middle">'
+        f'<text x="{x(0.5)}" y="{y(0) + 34}" font-size="{TEXT}" text-anchor="middle">'
         "predicted P(A preferred), held out</text>"
-        f'<text x="12" y="{y(0.5)}" font-size="11" text-anchor="middle" '
-        f'transform="rotate(-90 12 {y(0.5)})">observed share of votes for A</text>'
+        f'<text x="14" y="{y(0.5)}" font-size="{TEXT}" text-anchor="middle" '
+        f'transform="rotate(-90 14 {y(0.5)})">observed share of votes for A</text>'
     )
     return parts
 
 
-def reliability_svg(tables: Mapping[str, Mapping | None] | None, size: int = 360) -> SafeString:
+def _reliability_legend(entries: list[tuple[str, str]], left: float, top: float) -> list[str]:
+    """One line per judge (colour, label), then the dashed diagonal."""
+    parts = []
+    for k, (colour, label) in enumerate(entries):
+        parts.append(
+            f'<rect x="{left}" y="{top + 20 * k}" width="12" height="12" fill="{colour}"/>'
+            f'<text x="{left + 17}" y="{top + 20 * k + 11}" font-size="{TEXT}">'
+            f"{escape(label)}</text>"
+        )
+    y = top + 20 * len(entries) + 6
+    parts.append(
+        f'<line x1="{left}" y1="{y}" x2="{left + 12}" y2="{y}" stroke="#bbb" '
+        'stroke-dasharray="4 3"/>'
+        f'<text x="{left + 17}" y="{y + 5}" font-size="{TEXT}">perfect calibration</text>'
+    )
+    return parts
+
+
+def reliability_svg(tables: Mapping[str, Mapping | None] | None, size: int = 420) -> SafeString:
     """Reliability diagram of a calibrated judge's held-out predictions: the observed share of
     human votes for A against the mean predicted P per bin, one line per judge (the document's
     "heldout" → "judges" tables); the diagonal is perfect calibration. Empty when no table has
     a point. Used by the calibration report and the release leaderboard."""
-    margin = 44
+    margin = 52
     plot = size - margin - 14
 
     def x(value):
@@ -224,7 +299,7 @@ def reliability_svg(tables: Mapping[str, Mapping | None] | None, size: int = 360
         return 10 + (1 - value) * plot
 
     parts = _reliability_axes(x, y, plot)
-    drawn = 0
+    legend = []
     for name, table in (tables or {}).items():
         points = _reliability_points(table) if table else []
         if not points:
@@ -238,13 +313,10 @@ def reliability_svg(tables: Mapping[str, Mapping | None] | None, size: int = 360
                 f'fill="{colour}"><title>{escape(_point_title(label, row))}</title></circle>'
             )
         ece = table.get("ece")
-        legend = label + (f" (ECE {ece:.3f})" if isinstance(ece, int | float) else "")
-        legend_y = size + 12 + 18 * drawn
-        parts.append(
-            f'<rect x="{margin}" y="{legend_y}" width="10" height="10" fill="{colour}"/>'
-            f'<text x="{margin + 14}" y="{legend_y + 9}" font-size="11">{escape(legend)}</text>'
+        legend.append(
+            (colour, label + (f" (ECE {ece:.3f})" if isinstance(ece, int | float) else ""))
         )
-        drawn += 1
-    if not drawn:
+    if not legend:
         return mark_safe("")
-    return svg_document(size, size + 18 + 18 * drawn, "reliability diagram", parts)
+    parts += _reliability_legend(legend, margin, y(0) + 48)
+    return svg_document(size, y(0) + 70 + 20 * len(legend), "reliability diagram", parts)

@@ -23,6 +23,9 @@ def agreement_heatmap_svg(labels: list[str], share: list[list], shared: list[lis
         fill=lambda value: charts.sequential(value, CHANCE, 1.0),
         text=lambda value: f"{round(100 * value)}",
         title=title,
-        ink=lambda value: "#fff" if value > 0.75 else charts.DARK_INK,
+        key=(
+            "Colour: % of the shared comparisons with the same label; white at 33 (chance).",
+            [CHANCE, 0.5, 2 / 3, 5 / 6, 1.0],
+        ),
         cell=(34, 34),
     )

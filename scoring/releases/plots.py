@@ -5,9 +5,18 @@ from html import escape
 
 from django.utils.safestring import SafeString, mark_safe
 
-from scoring.charts import diverging, grid_svg, heatmap_svg, shorten, svg_document, ticks
+from scoring.charts import (
+    TEXT,
+    diverging,
+    grid_svg,
+    heatmap_svg,
+    shorten,
+    svg_document,
+    ticks,
+)
 
 SMALL_MATRIX = 16  # more companions: matrix cells without numbers (hover for them)
+KEY_STOPS = (0, 0.25, 0.5, 0.75, 1)  # where a colour key shows a diverging scale
 HUMAN_COLOUR = "#2c5d8f"
 JUDGE_COLOUR = "#c2571a"
 SERIES = (
@@ -71,8 +80,8 @@ def _strength_axis(x, low: float, high: float, top: int, bottom: float) -> list[
         parts.append(
             f'<line x1="{x(tick):.1f}" y1="{top - 6}" x2="{x(tick):.1f}" y2="{bottom}" '
             'stroke="#eef1f5"/>'
-            f'<text x="{x(tick):.1f}" y="{bottom + 14}" font-size="10" text-anchor="middle">'
-            f"{tick:g}</text>"
+            f'<text x="{x(tick):.1f}" y="{bottom + 16}" font-size="{TEXT}" '
+            f'text-anchor="middle">{tick:g}</text>'
         )
     if low < 1000 < high:
         parts.append(
@@ -83,19 +92,27 @@ def _strength_axis(x, low: float, high: float, top: int, bottom: float) -> list[
     return parts
 
 
-def _strength_legend(series, left: int, bottom: float) -> list[str]:
+def _strength_legend(series, left: int, bottom: float, average: bool) -> list[str]:
+    """Which colour is which series, and (when drawn) what the dashed line is."""
     parts = []
     legend_x = left
     for _key, label, colour in series:
         parts.append(
-            f'<circle cx="{legend_x + 5}" cy="{bottom + 45}" r="4.5" fill="{colour}"/>'
-            f'<text x="{legend_x + 14}" y="{bottom + 49}" font-size="11">{escape(label)}</text>'
+            f'<circle cx="{legend_x + 5}" cy="{bottom + 46}" r="4.5" fill="{colour}"/>'
+            f'<text x="{legend_x + 14}" y="{bottom + 50}" font-size="{TEXT}">{escape(label)}</text>'
         )
-        legend_x += 16 + 7 * len(label)
+        legend_x += 22 + 7 * len(label)
+    if average:
+        parts.append(
+            f'<line x1="{legend_x}" y1="{bottom + 46}" x2="{legend_x + 14}" y2="{bottom + 46}" '
+            'stroke="#999" stroke-dasharray="3 3"/>'
+            f'<text x="{legend_x + 19}" y="{bottom + 50}" font-size="{TEXT}">'
+            "Elo 1000 = average</text>"
+        )
     return parts
 
 
-def strengths_svg(rows: list[dict], level: float, width: int = 720) -> SafeString:
+def strengths_svg(rows: list[dict], level: float, width: int = 900) -> SafeString:
     """Elo with CI whiskers per companion (rows in display order), human and judge side by side.
 
     rows: {"name", "human": (elo, low, high) | None, "judge": (elo, low, high) | None}.
@@ -124,19 +141,24 @@ def strengths_svg(rows: list[dict], level: float, width: int = 720) -> SafeStrin
     for i, row in enumerate(rows):
         y = top + row_height * i + row_height / 2 - 3
         parts.append(
-            f'<text x="{left - 8}" y="{y + 4:.1f}" font-size="12" text-anchor="end">'
+            f'<text x="{left - 8}" y="{y + 4:.1f}" font-size="{TEXT}" text-anchor="end">'
             f"{escape(shorten(row['name']))}</text>"
         )
         parts += _strength_points(row, series, x, y, level)
     parts.append(
-        f'<text x="{left + plot / 2:.1f}" y="{bottom + 30}" font-size="11" '
+        f'<text x="{left + plot / 2:.1f}" y="{bottom + 32}" font-size="{TEXT}" '
         f'text-anchor="middle">Elo-like scale, {level:.0%} bootstrap intervals</text>'
     )
-    parts += _strength_legend(series, left, bottom)
-    return svg_document(width, bottom + 56, "strengths with confidence intervals", parts)
+    parts += _strength_legend(series, left, bottom, low < 1000 < high)
+    return svg_document(width, bottom + 58, "strengths with confidence intervals", parts)
 
 
 # ---------------------------------------------------------------- matrices and heat maps
+
+
+def _share_key(meaning: str) -> tuple[str, list[tuple[str, str]]]:
+    """The colour key of a matrix of shares: white at 0.5, orange below, blue above."""
+    return meaning, [(diverging(v, 0.5, 0.5), f"{v:g}") for v in KEY_STOPS]
 
 
 def significance_svg(names, block: dict, order: list[int], what: str) -> SafeString:
@@ -175,7 +197,11 @@ def significance_svg(names, block: dict, order: list[int], what: str) -> SafeStr
         cells.append(row)
     labels = [names[k] for k in order]
     size = (58, 30) if small else (22, 18)
-    return grid_svg(labels, labels, cells, f"{what} significance matrix", *size)
+    key = _share_key(
+        "Colour: P(row stronger than column) over the bootstrap draws. "
+        "▲ / ▼: the row is significantly better / worse."
+    )
+    return grid_svg(labels, labels, cells, f"{what} significance matrix", *size, legend=key)
 
 
 def win_rate_svg(names, wins, games, order: list[int]) -> SafeString:
@@ -200,17 +226,20 @@ def win_rate_svg(names, wins, games, order: list[int]) -> SafeString:
         cells.append(row)
     labels = [names[k] for k in order]
     size = (58, 30) if len(order) <= SMALL_MATRIX else (22, 18)
-    return grid_svg(labels, labels, cells, "human win-rate matrix", *size)
+    key = _share_key("Colour: share of the human votes the row won against the column (ties half).")
+    return grid_svg(labels, labels, cells, "human win-rate matrix", *size, legend=key)
 
 
 def group_heatmap_svg(
     names, order, groups, values, what: str, digits: int, centre=None, extra=None
 ) -> SafeString:
     """Companion × group heat map; values[g][k] per group and companion position (None: none);
-    white at the centre (default: the middle of the values), blue above, orange below."""
+    white at the centre, blue above, orange below. A centre given is the average strength (Elo
+    1000); without one, the middle of the values."""
     finite = [v for g in groups for v in values[g] if v is not None]
     if not finite:
         return mark_safe("")
+    white = "the average strength" if centre is not None else "the middle of its range"
     if centre is None:
         centre = (min(finite) + max(finite)) / 2
     spread = max(max(finite) - centre, centre - min(finite), 1e-9)
@@ -229,4 +258,8 @@ def group_heatmap_svg(
         fill=lambda value: diverging(value, centre, spread),
         text=lambda value: f"{value:.{digits}f}",
         title=title,
+        key=(
+            f"Colour: {what}; white at {centre:.{digits}f} ({white}), blue above, orange below.",
+            [centre + spread * (2 * t - 1) for t in KEY_STOPS],
+        ),
     )

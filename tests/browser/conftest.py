@@ -13,13 +13,20 @@ error response, unless it expects that response (`expected_errors`: an error pag
 purpose).
 """
 
+import io
 import os
 import re
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from django.core.management import call_command
+from django.urls import reverse
 
+from annotation.models import Campaign
+from h2htalk.models import Job
+from scenarios.models import Scenario
+from scoring.models import CalibratedJudge, JudgeConfig, JudgeRun, Release
 from tests.conftest import PASSWORD
 
 # Playwright's sync API runs an asyncio loop in this thread; Django refuses ORM calls from a
@@ -158,3 +165,61 @@ def log_in(page):
 @pytest.fixture
 def researcher_page(log_in, researcher):
     return log_in(researcher)
+
+
+@pytest.fixture
+def demo(roles, django_user_model):
+    """`make demo`'s data, its users with the test password, and the few objects it lacks."""
+    call_command("load_demo", stdout=io.StringIO())
+    users = {}
+    for name in ("admin", "researcher", "annotator"):
+        user = django_user_model.objects.get(username=name)
+        user.set_password(PASSWORD)
+        user.save()
+        users[name] = user
+    judge = JudgeConfig.objects.create(
+        name="layout judge", base_url="http://127.0.0.1:9/v1", model_id="m", rubric="r"
+    )
+    judge_run = JudgeRun.objects.create(name="layout judging", judge=judge, state="cancelled")
+    job = Job.objects.create(
+        kind="scenario_import",
+        state=Job.State.COMPLETED,
+        created_by=users["researcher"],
+        params={"path": "imports/x/a.jsonl", "filename": "a.jsonl", "dry_run": True},
+    )
+    campaign = Campaign.objects.get(name__contains="demo data")
+    calibrated = CalibratedJudge.objects.get(campaign=campaign)
+    release = Release.objects.get(campaign=campaign)
+    scenario = Scenario.objects.order_by("pk").first()
+    pages = {
+        "annotator": [reverse("annotation:home"), reverse("annotation:rate", args=[campaign.pk])],
+        "researcher": [
+            reverse("scenarios:list"),
+            reverse("scenarios:detail", args=[scenario.pk]),
+            reverse("scenarios:edit", args=[scenario.pk]),
+            reverse("scenarios:history", args=[scenario.pk]),
+            reverse("scenarios:import"),
+            reverse("scenarios:personas"),
+            reverse("companions:list"),
+            reverse("companions:runs"),
+            reverse("companions:run", args=[campaign.runs.first().pk]),
+            reverse("companions:responses"),
+            reverse("campaigns:list"),
+            reverse("campaigns:detail", args=[campaign.pk]),
+            reverse("campaigns:edit", args=[campaign.pk]),
+            reverse("campaigns:gold", args=[campaign.pk]),
+            reverse("scoring:agreement", args=[campaign.pk]),
+            reverse("judges:list"),
+            reverse("judges:edit", args=[judge.pk]),
+            reverse("judges:runs"),
+            reverse("judges:run", args=[judge_run.pk]),
+            reverse("calibration:list"),
+            reverse("calibration:detail", args=[calibrated.pk]),
+            reverse("calibration:route"),
+            reverse("releases:list"),
+            reverse("releases:detail", args=[release.pk]),
+            reverse("job_detail", args=[job.pk]),
+        ],
+        "admin": [reverse("admin_home"), reverse("scenarios:list")],
+    }
+    return users, pages

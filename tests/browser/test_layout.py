@@ -3,22 +3,18 @@
 The rating page keeps its progress in sight, shows a long dialogue by page scrolling alone (the
 earlier turns behind a button that counts them), lets each response be scrolled clear of the
 sticky choice bar, and answers a submit without a choice with an alert by the buttons. No page
-of the site scrolls sideways on a phone, and "Log out" is always on screen.
+of the site scrolls sideways on a phone (a wide table scrolls in a box of its own, which takes
+keyboard focus), and "Log out" is always on screen.
 """
 
-import io
-
 import pytest
-from django.core.management import call_command
+from axe_playwright_python.sync_playwright import Axe
 from django.urls import reverse
 from playwright.sync_api import expect
 
-from annotation.models import Campaign, Judgment
-from h2htalk.models import Job
+from annotation.models import Judgment
 from scenarios.models import Persona, Response, Scenario
-from scoring.models import CalibratedJudge, JudgeConfig, JudgeRun, Release
 from tests.annotation import factories
-from tests.conftest import PASSWORD
 
 DESKTOP = {"width": 1440, "height": 900}
 PHONE = {"width": 390, "height": 844}
@@ -197,64 +193,6 @@ def test_submitting_without_a_choice_raises_an_alert_by_the_buttons(
     assert Judgment.objects.count() == 1
 
 
-@pytest.fixture
-def demo(roles, django_user_model):
-    """`make demo`'s data, its users with the test password, and the few objects it lacks."""
-    call_command("load_demo", stdout=io.StringIO())
-    users = {}
-    for name in ("admin", "researcher", "annotator"):
-        user = django_user_model.objects.get(username=name)
-        user.set_password(PASSWORD)
-        user.save()
-        users[name] = user
-    judge = JudgeConfig.objects.create(
-        name="layout judge", base_url="http://127.0.0.1:9/v1", model_id="m", rubric="r"
-    )
-    judge_run = JudgeRun.objects.create(name="layout judging", judge=judge, state="cancelled")
-    job = Job.objects.create(
-        kind="scenario_import",
-        state=Job.State.COMPLETED,
-        created_by=users["researcher"],
-        params={"path": "imports/x/a.jsonl", "filename": "a.jsonl", "dry_run": True},
-    )
-    campaign = Campaign.objects.get(name__contains="demo data")
-    calibrated = CalibratedJudge.objects.get(campaign=campaign)
-    release = Release.objects.get(campaign=campaign)
-    scenario = Scenario.objects.order_by("pk").first()
-    pages = {
-        "annotator": [reverse("annotation:home"), reverse("annotation:rate", args=[campaign.pk])],
-        "researcher": [
-            reverse("scenarios:list"),
-            reverse("scenarios:detail", args=[scenario.pk]),
-            reverse("scenarios:edit", args=[scenario.pk]),
-            reverse("scenarios:history", args=[scenario.pk]),
-            reverse("scenarios:import"),
-            reverse("scenarios:personas"),
-            reverse("companions:list"),
-            reverse("companions:runs"),
-            reverse("companions:run", args=[campaign.runs.first().pk]),
-            reverse("companions:responses"),
-            reverse("campaigns:list"),
-            reverse("campaigns:detail", args=[campaign.pk]),
-            reverse("campaigns:edit", args=[campaign.pk]),
-            reverse("campaigns:gold", args=[campaign.pk]),
-            reverse("scoring:agreement", args=[campaign.pk]),
-            reverse("judges:list"),
-            reverse("judges:edit", args=[judge.pk]),
-            reverse("judges:runs"),
-            reverse("judges:run", args=[judge_run.pk]),
-            reverse("calibration:list"),
-            reverse("calibration:detail", args=[calibrated.pk]),
-            reverse("calibration:route"),
-            reverse("releases:list"),
-            reverse("releases:detail", args=[release.pk]),
-            reverse("job_detail", args=[job.pk]),
-        ],
-        "admin": [reverse("admin_home"), reverse("scenarios:list")],
-    }
-    return users, pages
-
-
 # Everything that reaches past the right edge without a scrolling box of its own in between.
 WIDE = """() => {
   const wide = [];
@@ -271,11 +209,23 @@ WIDE = """() => {
 }"""
 
 
+# The right edge of what shows of a table: its own, or that of the box that scrolls it.
+SCROLL_BOX_RIGHT = """(table) => {
+  for (let up = table; up && up !== document.body; up = up.parentElement) {
+    if (["auto", "scroll"].includes(getComputedStyle(up).overflowX)) {
+      return up.getBoundingClientRect().right;
+    }
+  }
+  return table.getBoundingClientRect().right;
+}"""
+
+
 @pytest.mark.parametrize("role", ["annotator", "researcher", "admin"])
 def test_no_page_scrolls_sideways_on_a_phone(page, log_in, demo, role):
     users, pages = demo
     page.set_viewport_size(PHONE)
     log_in(users[role])
+    axe = Axe()
     problems = []
     for path in pages[role]:
         answer = page.goto(path)
@@ -289,9 +239,13 @@ def test_no_page_scrolls_sideways_on_a_phone(page, log_in, demo, role):
         if box["x"] < 0 or box["x"] + box["width"] > PHONE["width"] or box["y"] < 0:
             problems.append(f"{path}: 'Log out' off screen at {box}")
         for table in page.locator("table.grid").all():
-            right = table.evaluate("(el) => el.getBoundingClientRect().right")
+            right = table.evaluate(SCROLL_BOX_RIGHT)
             if right > PHONE["width"]:
                 problems.append(f"{path}: a table reaches {right} px")
+        # A box that scrolls can be scrolled from the keyboard (it takes focus).
+        scrolling = axe.run(page, options={"runOnly": ["scrollable-region-focusable"]})
+        for violation in scrolling.response["violations"]:
+            problems += [f"{path}: {n['target']} scrolls, no focus" for n in violation["nodes"]]
     assert problems == []
 
 

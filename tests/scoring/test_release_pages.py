@@ -5,6 +5,7 @@ campaign (and admins) reach a release."""
 import csv
 import io
 import json
+import re
 
 import pytest
 from django.urls import reverse
@@ -293,3 +294,24 @@ def test_pages_of_a_failed_and_a_pending_release(client, researcher, world):
     Release.objects.filter(pk=pending.pk).update(state=Release.State.FAILED, message="boom <b>")
     page = client.get(reverse("releases:detail", kwargs={"pk": pending.pk})).content.decode()
     assert "could not be computed: boom &lt;b&gt;" in page
+
+
+def test_every_column_and_agreement_figure_says_what_it_means(client, researcher, release):
+    client.force_login(researcher)
+    page = client.get(reverse("releases:detail", kwargs={"pk": release.pk})).content.decode()
+    header = page.split('id="leaderboard"')[1].split("</thead>")[0]
+    columns = [  # a heading's words before its interval or flag, "(humans)" left out
+        th.split("<span")[0].replace("(humans)", "").strip()
+        for th in re.findall(r"<th[^>]*>(.*?)</th>", header)
+    ]
+    meanings = page.split('id="leaderboard-meanings"')[1].split("</table>")[0]
+    explained = re.findall(r"<tr><td>(.*?)</td><td>(.+?)</td></tr>", meanings)
+    names = " | ".join(name.lower() for name, _ in explained)
+    for column in columns:
+        if column != "Companion":
+            assert column.lower() in names, (column, names)
+    assert all(len(text) > 30 for _, text in explained)
+    agreement = page.split('id="leaderboard-agreement"')[1].split("</table>")[0]
+    rho = release.result.data["agreement"]["judge_vs_human_spearman"]
+    assert f"<td>{rho:.2f}</td>" in agreement
+    assert "1 = the same order, 0 = unrelated" in agreement
