@@ -1,0 +1,208 @@
+"""Scores per scenario flag and each companion's explicit − implicit (stable − evolving)
+difference (scoring.releases.flags through computing.compute_results, no database), on simulated
+releases with a known truth: a companion whose Bradley–Terry strength drops by a known amount on
+implicit-need scenarios. The difference's interval covers the truth in most seeds and excludes 0
+for a large drop; without a drop it covers 0; renumbered ids and swapped sides change nothing;
+a flag group with too few votes is skipped with its reason."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.special import expit
+
+from h2htalk.stats.bradley_terry import ELO_SCALE
+from scoring.releases import computing, flags
+from scoring.releases import data as release_data
+
+IDS = [10, 11, 12, 13]
+STRENGTH = np.array([0.0, 0.4, -0.3, 0.2])
+SUBTASKS = ["dialogue_base", "dialogue_emotion", "recollection_refine", "itinerary_basic"]
+WEAK = 1  # position of the companion that struggles (id 11)
+
+
+def true_difference(drop: float) -> np.ndarray:
+    """Elo(explicit) − Elo(implicit) per companion when companion WEAK loses `drop` in log-
+    strength on implicit needs: strengths are centred within each fit, so the others gain drop/n."""
+    shift = np.zeros(len(IDS))
+    shift[WEAK] = drop
+    return ELO_SCALE * (shift - shift.mean())
+
+
+def simulate(seed=0, drop=1.0, n_scenarios=400, n_boot=200, with_judge=False, risk_high=4):
+    """Every pair of the four companions on every scenario, one human vote each, P(A wins) =
+    σ(θ_A − θ_B) with θ_WEAK lowered by `drop` on implicit-need scenarios (40% of them; 30%
+    have an evolving need, independently; `risk_high` are high-risk, the rest none). The judge
+    (optional) gives σ(θ_A − θ_B) plus noise on every pair."""
+    rng = np.random.default_rng(seed)
+    scenarios = np.arange(1, n_scenarios + 1)
+    implicit = rng.random(n_scenarios) < 0.4
+    evolving = rng.random(n_scenarios) < 0.3
+    risk = np.where(np.arange(n_scenarios) < risk_high, "high", "none")
+    theta = np.tile(STRENGTH, (n_scenarios, 1))
+    theta[implicit, WEAK] -= drop
+    i, j = np.triu_indices(len(IDS), 1)
+    rows = np.repeat(np.arange(n_scenarios), len(i))
+    a, b = np.tile(i, n_scenarios), np.tile(j, n_scenarios)
+    p = expit(theta[rows, a] - theta[rows, b])
+    a_wins = rng.random(len(p)) < p
+    ids = np.array(IDS)
+    votes = pd.DataFrame(
+        {
+            "comparison": np.arange(1, len(p) + 1),
+            "scenario": scenarios[rows],
+            "companion_a": ids[a],
+            "companion_b": ids[b],
+            "annotator": 1,
+            "preference": np.where(a_wins, -1, 1),
+        }
+    )
+    population = labelled = None
+    if with_judge:
+        p_judge = np.clip(p + rng.normal(0, 0.1, len(p)), 0, 1)
+        population = pd.DataFrame(
+            {"scenario": scenarios[rows], "companion_a": ids[a], "companion_b": ids[b]}
+        ).assign(p_a=p_judge)
+        labelled = pd.DataFrame({"comparison": votes["comparison"], "p_a": p_judge})
+    composite = pd.DataFrame(
+        {
+            "response": np.arange(n_scenarios * len(IDS)),
+            "scenario": np.repeat(scenarios, len(IDS)),
+            "companion": np.tile(IDS, n_scenarios),
+            "composite": (0.3 + 0.05 * theta).ravel(),
+        }
+    )
+    data = release_data.ReleaseData(
+        companions=[(c, f"companion-{c}") for c in IDS],
+        anchor=IDS[0],
+        subtask={int(s): SUBTASKS[s % len(SUBTASKS)] for s in scenarios},
+        votes=votes,
+        composite=composite,
+        composite_note="Simulated composite.",
+        seed=seed,
+        n_boot=n_boot,
+        judge={"id": 1, "name": "judge", "version": 1, "document_sha256": "0" * 64}
+        if with_judge
+        else None,
+        population=population,
+        labelled=labelled,
+        flags={
+            "implicit_need": dict(zip(scenarios.tolist(), implicit.tolist(), strict=True)),
+            "evolving_need": dict(zip(scenarios.tolist(), evolving.tolist(), strict=True)),
+            "risk_level": dict(zip(scenarios.tolist(), risk.tolist(), strict=True)),
+        },
+    )
+    return data
+
+
+def _covers(block, k, value):
+    return block["low"][k] <= value <= block["high"][k]
+
+
+def test_a_known_drop_on_implicit_needs_is_covered_and_significant_across_seeds():
+    truth = true_difference(1.0)
+    covered = np.zeros(len(IDS), dtype=int)
+    significant = 0
+    for seed in range(20):
+        results = computing.compute_results(simulate(seed=200 + seed, drop=1.0, n_boot=200))
+        block = results["flag_differences"]["implicit_need"]["human"]
+        covered += [_covers(block, k, truth[k]) for k in range(len(IDS))]
+        significant += block["significant"][WEAK] == 1
+    assert (covered >= 17).all(), covered  # ≈ 95% of 20 (P(≥ 17) ≈ 0.98 per companion)
+    assert significant >= 19, significant
+
+
+def test_without_a_drop_the_difference_covers_zero_in_most_seeds():
+    covers_zero = np.zeros(len(IDS), dtype=int)
+    for seed in range(20):
+        results = computing.compute_results(simulate(seed=400 + seed, drop=0.0, n_boot=200))
+        block = results["flag_differences"]["implicit_need"]["human"]
+        covers_zero += [_covers(block, k, 0.0) for k in range(len(IDS))]
+        # No drop on evolving needs either (that flag is independent of the drop).
+        evolving = results["flag_differences"]["evolving_need"]["human"]
+        assert evolving["difference"][WEAK] is not None
+    assert (covers_zero >= 17).all(), covers_zero
+
+
+def test_the_judge_sees_the_drop_too_and_the_slices_are_the_leaderboard_fits():
+    data = simulate(seed=7, drop=1.5, with_judge=True, n_boot=100)
+    results = computing.compute_results(data)
+    judge = results["flag_differences"]["implicit_need"]["judge"]
+    assert judge["significant"][WEAK] == 1
+    assert judge["low"][WEAK] <= true_difference(1.5)[WEAK] <= judge["high"][WEAK]
+    assert results["flags"] == {
+        "implicit_need": ["explicit", "implicit"],
+        "evolving_need": ["stable", "evolving"],
+        "risk_level": ["none", "high"],
+    }
+    implicit = results["human"]["by_implicit_need"]["implicit"]
+    explicit = results["human"]["by_implicit_need"]["explicit"]
+    difference = results["flag_differences"]["implicit_need"]["human"]["difference"]
+    assert difference == pytest.approx(np.subtract(explicit["elo"], implicit["elo"]).tolist())
+    assert implicit["votes"] + explicit["votes"] == len(data.votes)
+    assert "resamples of the" in results["judge"]["by_implicit_need"]["implicit"]["method"]
+    assert set(results["composite"]["by_risk_level"]) == {"none", "high"}
+    assert flags.slice_note() in results["notes"]
+
+
+def test_a_flag_group_with_too_few_votes_is_skipped_with_its_reason():
+    results = computing.compute_results(simulate(seed=3, n_boot=50, risk_high=4))
+    high = results["human"]["by_risk_level"]["high"]
+    assert high["votes"] == 24 and "only 24 human votes" in high["skipped"]
+    assert "elo" in results["human"]["by_risk_level"]["none"]
+    # A difference needs both of its groups: a release with hardly any implicit need skips it.
+    data = simulate(seed=3, n_boot=50)
+    data.flags["implicit_need"] = {s: s <= 3 for s in data.flags["implicit_need"]}
+    skipped = computing.compute_results(data)["flag_differences"]["implicit_need"]["human"]
+    assert skipped["skipped"].startswith("implicit need: only 18 human votes")
+
+
+def _renumbered(data, offset_companion=100, scenario_map=None):
+    """The same release with other companion ids (same order) and scenario ids."""
+    cmap = {c: c + offset_companion for c, _ in data.companions}
+    smap = scenario_map or {s: s for s in data.subtask}
+    votes = data.votes.assign(
+        scenario=data.votes["scenario"].map(smap),
+        companion_a=data.votes["companion_a"].map(cmap),
+        companion_b=data.votes["companion_b"].map(cmap),
+    )
+    composite = data.composite.assign(
+        scenario=data.composite["scenario"].map(smap),
+        companion=data.composite["companion"].map(cmap),
+    )
+    return release_data.ReleaseData(
+        companions=[(cmap[c], name) for c, name in data.companions],
+        anchor=cmap[data.anchor],
+        subtask={smap[s]: t for s, t in data.subtask.items()},
+        votes=votes,
+        composite=composite,
+        composite_note=data.composite_note,
+        seed=data.seed,
+        n_boot=data.n_boot,
+        flags={f: {smap[s]: v for s, v in values.items()} for f, values in data.flags.items()},
+    )
+
+
+def test_renumbered_ids_and_swapped_sides_give_the_same_differences():
+    data = simulate(seed=11, n_boot=100)
+    base = computing.compute_results(data)["flag_differences"]
+    rng = np.random.default_rng(0)
+    shuffled = rng.permutation(len(data.subtask)) + 5_000
+    scenario_map = dict(zip(data.subtask, shuffled.tolist(), strict=True))
+    renumbered = computing.compute_results(_renumbered(data, scenario_map=scenario_map))
+    assert renumbered["flag_differences"] == base  # votes are resampled, not scenarios
+    swapped = simulate(seed=11, n_boot=100)
+    swapped.votes = swapped.votes.assign(
+        companion_a=data.votes["companion_b"],
+        companion_b=data.votes["companion_a"],
+        preference=-data.votes["preference"],
+    )
+    assert computing.compute_results(swapped)["flag_differences"] == base
+
+
+def test_a_release_frozen_without_flags_has_no_flag_sections():
+    data = simulate(seed=1, n_boot=20)
+    data.flags = None
+    results = computing.compute_results(data)
+    assert "flags" not in results and "flag_differences" not in results
+    assert "by_implicit_need" not in results["human"]
+    assert flags.slice_note() not in results["notes"]
