@@ -19,6 +19,8 @@ import numpy as np
 
 from scenarios.taxonomy import RiskLevel
 
+ROUNDING = 1e-6  # Elo points: a difference this small is floating-point noise, not a sign
+
 # flag → (results key, {frozen value: group label}, group labels in display order)
 FLAGS = {
     "implicit_need": (
@@ -103,7 +105,7 @@ def difference(section: dict, draws: dict, prefix: str, flag: str, level: float)
         out["difference"].append(float(value))
         out["low"].append(float(low))
         out["high"].append(float(high))
-        out["significant"].append(1 if low > 0 else -1 if high < 0 else 0)
+        out["significant"].append(1 if low > ROUNDING else -1 if high < -ROUNDING else 0)
     return out
 
 

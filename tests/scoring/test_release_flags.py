@@ -5,14 +5,24 @@ implicit-need scenarios. The difference's interval covers the truth in most seed
 for a large drop; without a drop it covers 0; renumbered ids and swapped sides change nothing;
 a flag group with too few votes is skipped with its reason."""
 
+import csv
+import io
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
+from django.urls import reverse
 from scipy.special import expit
 
 from h2htalk.stats.bradley_terry import ELO_SCALE
-from scoring.releases import computing, flags
+from scenarios.models import Scenario
+from scoring.models import Release
+from scoring.releases import computing, flags, formats, freezing
 from scoring.releases import data as release_data
+from scoring.releases import service as releases
+from tests.annotation import factories as campaign_factories
+from tests.scoring.test_release_pipeline import make_release, rated_world
 
 IDS = [10, 11, 12, 13]
 STRENGTH = np.array([0.0, 0.4, -0.3, 0.2])
@@ -206,3 +216,111 @@ def test_a_release_frozen_without_flags_has_no_flag_sections():
     assert "flags" not in results and "flag_differences" not in results
     assert "by_implicit_need" not in results["human"]
     assert flags.slice_note() not in results["notes"]
+
+
+# ---------------------------------------------------------------- on the database
+
+
+@pytest.fixture
+def flagged_release(researcher, django_user_model):
+    """A rated release (test_release_pipeline.rated_world) whose scenarios carry flags: every
+    other one an implicit need, every third an evolving need, two high risk."""
+    raters = campaign_factories.annotators(django_user_model, 3, prefix="flagrater")
+    world = rated_world(researcher, raters, prefix="flag")
+    scenarios = list(Scenario.objects.filter(tags__name="flag").order_by("pk"))
+    for k, scenario in enumerate(scenarios):
+        Scenario.objects.filter(pk=scenario.pk).update(
+            implicit_need=k % 2 == 0,
+            evolving_need=k % 3 == 0,
+            risk_level="high" if k < 2 else "none",
+        )
+    release = make_release(world, n_boot=100)
+    assert release.state == Release.State.READY, release.message
+    return Release.objects.select_related("campaign", "anchor", "judge").get(pk=release.pk)
+
+
+@pytest.mark.django_db
+def test_flags_are_frozen_and_a_changed_flag_fails_the_check(flagged_release):
+    inputs = flagged_release.inputs
+    assert inputs["schema"] == "h2htalk.release-inputs/2"
+    scenarios = inputs["scenarios"]
+    assert sum(scenarios["implicit_need"]) == 12 and sum(scenarios["evolving_need"]) == 8
+    assert scenarios["risk_level"].count("high") == 2
+    data = flagged_release.result.data
+    assert data["flags"]["implicit_need"] == ["explicit", "implicit"]
+    assert data["human"]["by_implicit_need"]["implicit"]["votes"] == 108
+    assert "skipped" in data["human"]["by_risk_level"]["high"]  # 2 scenarios: 18 votes
+    assert data["flag_differences"]["implicit_need"]["human"]["difference"][0] is not None
+    assert releases.check(flagged_release).ok
+    flagged = scenarios["id"][0]
+    Scenario.objects.filter(pk=flagged).update(implicit_need=False)
+    outcome = releases.check(flagged_release)
+    assert not outcome.ok
+    assert f"1 scenario(s) changed (implicit-need flag; id {flagged})" in outcome.message
+    Scenario.objects.filter(pk=flagged).update(implicit_need=True, risk_level="medium")
+    assert "(risk level; id" in releases.check(flagged_release).message
+
+
+@pytest.mark.django_db
+def test_a_release_frozen_before_flags_still_checks_and_shows_no_flag_sections(flagged_release):
+    inputs = json.loads(json.dumps(flagged_release.inputs))
+    inputs["schema"] = "h2htalk.release-inputs/1"
+    for column in freezing.FLAG_COLUMNS:
+        del inputs["scenarios"][column]
+    Release.objects.filter(pk=flagged_release.pk).update(
+        inputs=inputs, fingerprint=freezing.fingerprint_of(inputs)
+    )
+    release = Release.objects.select_related("campaign", "anchor", "judge").get(
+        pk=flagged_release.pk
+    )
+    releases.compute(release)
+    data = release.result.data
+    assert "flag_differences" not in data and "by_implicit_need" not in data["human"]
+    Scenario.objects.filter(pk=inputs["scenarios"]["id"][0]).update(implicit_need=False)
+    assert releases.check(release).ok  # flags were not frozen then: not part of the check
+    assert "Where companions struggle" not in formats.to_markdown(release)
+    assert formats.to_differences_csv(release).count("\n") == 1  # the header only
+
+
+@pytest.mark.django_db
+def test_the_page_and_the_files_show_the_flag_slices_and_differences(
+    client, researcher, flagged_release, django_assert_max_num_queries
+):
+    client.force_login(researcher)
+    with django_assert_max_num_queries(12):
+        page = client.get(reverse("releases:detail", kwargs={"pk": flagged_release.pk}))
+    text = page.content.decode()
+    for needle in (
+        'id="by-scenario-flag"',
+        'id="flag-meanings"',
+        '<strong>implicit need</strong> <span class="muted">(implicit need, 108 human votes)',
+        'id="where-companions-struggle"',
+        'id="flag-differences"',
+        'id="struggles-meanings"',
+        "Human Elo, explicit need − implicit need",
+        "Judge Elo, stable need − evolving need",
+    ):
+        assert needle in text, needle
+    assert "<strong>risk high (e.g. self-harm)</strong>" in text
+    assert "(risk level, 18 human votes: skipped, only 18 human votes" in text
+    rows = list(csv.DictReader(io.StringIO(formats.to_csv(flagged_release))))
+    implicit = [r for r in rows if r["scope"] == "implicit_need" and r["group"] == "implicit"]
+    assert len(implicit) == 3 and all(r["human_elo"] for r in implicit)
+    assert any(r["scope"] == "risk_level" and r["human_note"] for r in rows)
+    url = reverse("releases:export", kwargs={"pk": flagged_release.pk, "fmt": "differences.csv"})
+    download = client.get(url)
+    assert download.status_code == 200
+    assert download["Content-Disposition"].endswith('.differences.csv"')
+    differences = list(csv.DictReader(io.StringIO(download.content.decode())))
+    assert len(differences) == 2 * 2 * 3  # 2 flags × humans and judge × 3 companions
+    data = flagged_release.result.data["flag_differences"]
+    first = next(r for r in differences if r["flag"] == "implicit_need" and r["source"] == "human")
+    assert float(first["difference"]) == pytest.approx(
+        data["implicit_need"]["human"]["difference"][0]
+    )
+    markdown = formats.to_markdown(flagged_release)
+    for heading in ("## Per implicit need", "## Per evolving need", "## Per risk level"):
+        assert heading in markdown
+    assert "## Where companions struggle" in markdown
+    assert "Human Elo, explicit − implicit (95% CI)" in markdown
+    assert "flag_differences" in formats.to_json(flagged_release)

@@ -448,7 +448,8 @@ def test_command_prints_the_table_and_writes_csv_json_and_markdown(release, tmp_
     assert document["release"]["level"] == 0.95
     rows = list(csv.DictReader(io.StringIO((tmp_path / f"{stem}.csv").read_text("utf-8"))))
     data = release.result.data
-    groups = 1 + len(data["dimensions"]) + len(data["subtasks"])
+    flag_groups = sum(len(groups) for groups in data["flags"].values())  # e.g. explicit, implicit
+    groups = 1 + len(data["dimensions"]) + len(data["subtasks"]) + flag_groups
     assert len(rows) == 3 * groups
     assert list(rows[0]) == formats.CSV_COLUMNS
     overall = {r["companion"]: r for r in rows if r["scope"] == "overall"}
