@@ -13,6 +13,11 @@ from scoring.releases.plots import (
 )
 
 GROUP_LABELS = {**dict(Dimension.choices), **dict(Subtask.choices), **FLAG_LABELS}
+KINDS = {  # what a group table's heading says it is a part of
+    "implicit_need": "implicit-need flag",
+    "evolving_need": "evolving-need flag",
+    "risk_level": "risk level",
+}
 
 
 def _estimate(entry):
@@ -73,7 +78,7 @@ def _group_tables(data: dict, order, names, scopes) -> list[dict]:
                 )
             tables.append(
                 {
-                    "kind": GROUP_LABELS.get(title, title).lower(),
+                    "kind": KINDS.get(title, title),
                     "open": title in ("dimension", "implicit_need", "evolving_need"),
                     "group": group,
                     "label": GROUP_LABELS.get(group, group),

@@ -293,7 +293,7 @@ def test_the_page_and_the_files_show_the_flag_slices_and_differences(
     for needle in (
         'id="by-scenario-flag"',
         'id="flag-meanings"',
-        '<strong>implicit need</strong> <span class="muted">(implicit need, 108 human votes)',
+        '<strong>implicit need</strong> <span class="muted">(implicit-need flag, 108 human votes)',
         'id="where-companions-struggle"',
         'id="flag-differences"',
         'id="struggles-meanings"',
