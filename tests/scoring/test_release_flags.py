@@ -166,9 +166,9 @@ def test_a_flag_group_with_too_few_votes_is_skipped_with_its_reason():
     assert skipped["skipped"].startswith("implicit need: only 18 human votes")
 
 
-def _renumbered(data, offset_companion=100, scenario_map=None):
-    """The same release with other companion ids (same order) and scenario ids."""
-    cmap = {c: c + offset_companion for c, _ in data.companions}
+def _renumbered(data, companion_map=None, scenario_map=None):
+    """The same release with other companion ids and scenario ids (default: ids + 100)."""
+    cmap = companion_map or {c: c + 100 for c, _ in data.companions}
     smap = scenario_map or {s: s for s in data.subtask}
     votes = data.votes.assign(
         scenario=data.votes["scenario"].map(smap),
@@ -179,8 +179,15 @@ def _renumbered(data, offset_companion=100, scenario_map=None):
         scenario=data.composite["scenario"].map(smap),
         companion=data.composite["companion"].map(cmap),
     )
+    population = None
+    if data.population is not None:
+        population = data.population.assign(
+            scenario=data.population["scenario"].map(smap),
+            companion_a=data.population["companion_a"].map(cmap),
+            companion_b=data.population["companion_b"].map(cmap),
+        )
     return release_data.ReleaseData(
-        companions=[(cmap[c], name) for c, name in data.companions],
+        companions=sorted((cmap[c], name) for c, name in data.companions),
         anchor=cmap[data.anchor],
         subtask={smap[s]: t for s, t in data.subtask.items()},
         votes=votes,
@@ -188,6 +195,9 @@ def _renumbered(data, offset_companion=100, scenario_map=None):
         composite_note=data.composite_note,
         seed=data.seed,
         n_boot=data.n_boot,
+        judge=data.judge,
+        population=population,
+        labelled=data.labelled,
         flags={f: {smap[s]: v for s, v in values.items()} for f, values in data.flags.items()},
     )
 
@@ -207,6 +217,46 @@ def test_renumbered_ids_and_swapped_sides_give_the_same_differences():
         preference=-data.votes["preference"],
     )
     assert computing.compute_results(swapped)["flag_differences"] == base
+
+
+def _by_name(results, source="human"):
+    """{companion name: (difference, low, high)} of the implicit-need difference."""
+    block = results["flag_differences"]["implicit_need"][source]
+    return {
+        c["name"]: (block["difference"][k], block["low"][k], block["high"][k])
+        for k, c in enumerate(results["companions"])
+    }
+
+
+def test_reversed_companion_ids_give_the_same_differences_up_to_bootstrap_noise():
+    """Reversing the companions' id order reorders the vote cells, so the bootstrap draws
+    differ: the differences are equal, the interval ends agree within Monte Carlo noise."""
+    data = simulate(seed=13, with_judge=True, n_boot=400)
+    base = computing.compute_results(data)
+    reverse = {c: 1_000 - c for c, _ in data.companions}
+    moved = computing.compute_results(_renumbered(data, companion_map=reverse))
+    for source in ("human", "judge"):
+        before, after = _by_name(base, source), _by_name(moved, source)
+        for name, (value, low, high) in before.items():
+            assert after[name][0] == pytest.approx(value, abs=1e-6)
+            width = high - low
+            assert after[name][1] == pytest.approx(low, abs=0.15 * width), (source, name)
+            assert after[name][2] == pytest.approx(high, abs=0.15 * width), (source, name)
+
+
+def test_the_judge_differences_do_not_depend_on_sides_or_shifted_ids():
+    data = simulate(seed=12, with_judge=True, n_boot=100)
+    base = _by_name(computing.compute_results(data), "judge")
+    shifted = _renumbered(data, scenario_map={s: s + 7_000 for s in data.subtask})
+    assert _by_name(computing.compute_results(shifted), "judge") == base
+    swapped = simulate(seed=12, with_judge=True, n_boot=100)
+    swapped.population = data.population.assign(
+        companion_a=data.population["companion_b"],
+        companion_b=data.population["companion_a"],
+        p_a=1 - data.population["p_a"],
+    )
+    for name, values in _by_name(computing.compute_results(swapped), "judge").items():
+        assert values == pytest.approx(base[name], abs=1e-6)
 
 
 def test_a_release_frozen_without_flags_has_no_flag_sections():
