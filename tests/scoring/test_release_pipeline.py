@@ -295,6 +295,12 @@ def _change_scenario(world, release):
     return f"1 scenario(s) changed (content; id {scenario.pk})"
 
 
+def _change_scenario_flag(world, release):
+    pk = release.inputs["scenarios"]["id"][4]
+    Scenario.objects.filter(pk=pk).update(implicit_need=True)  # the content hash stays
+    return f"1 scenario(s) changed (implicit-need flag; id {pk})"
+
+
 def _rename_companion(world, release):
     CompanionModel.objects.filter(pk=world.companions[2].pk).update(name="Renamed")
     return "1 companion(s) changed (name"
@@ -321,6 +327,7 @@ def _change_metrics(world, release):
         _delete_judgment,
         _change_response,
         _change_scenario,
+        _change_scenario_flag,
         _rename_companion,
         _change_judge,
         _change_metrics,
