@@ -56,7 +56,8 @@ def slicings(flags: dict | None) -> list[tuple[str, list[str], dict, str]]:
         return []
     out = []
     for flag, (scope, label_of_value, order) in FLAGS.items():
-        label_of = {s: label_of_value[v] for s, v in flags[flag].items()}
+        # A value outside the taxonomy (none expected) puts its scenario in no group.
+        label_of = {s: label_of_value.get(v) for s, v in flags[flag].items()}
         present = set(label_of.values())
         out.append((scope, [g for g in order if g in present], label_of, f"{flag}/"))
     return out
