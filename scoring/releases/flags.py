@@ -77,7 +77,7 @@ def expanded_draws(draws: np.ndarray, present: np.ndarray, n: int) -> np.ndarray
 
 def _skip_reason(group: str, block: dict | None) -> str:
     if block is None:
-        return f"no scenario of the release has an {LABELS[group]}"
+        return f"no scenario of the release is in the group {LABELS[group]}"
     if block.get("skipped"):
         return f"{LABELS[group]}: {block['skipped']}"
     return ""

@@ -164,6 +164,11 @@ def test_a_flag_group_with_too_few_votes_is_skipped_with_its_reason():
     data.flags["implicit_need"] = {s: s <= 3 for s in data.flags["implicit_need"]}
     skipped = computing.compute_results(data)["flag_differences"]["implicit_need"]["human"]
     assert skipped["skipped"].startswith("implicit need: only 18 human votes")
+    data.flags["implicit_need"] = dict.fromkeys(data.flags["implicit_need"], False)
+    results = computing.compute_results(data)
+    assert results["flags"]["implicit_need"] == ["explicit"]
+    skipped = results["flag_differences"]["implicit_need"]["human"]["skipped"]
+    assert skipped == "no scenario of the release is in the group implicit need"
 
 
 def _renumbered(data, companion_map=None, scenario_map=None):
