@@ -1,5 +1,6 @@
 """The numbers of a release, from its data (scoring.releases.data) alone: Bradley–Terry
-strengths of the human votes and of the calibrated judge (overall, per dimension, per subtask),
+strengths of the human votes and of the calibrated judge (overall, per dimension, per subtask,
+per scenario flag, and each companion's explicit − implicit and stable − evolving difference),
 the win rate against the anchor (humans, judge, PPI++), the composite and the win matrix.
 
 Pure and deterministic for the same data and seed (the check recomputes them bit for bit);
@@ -14,6 +15,7 @@ from threadpoolctl import threadpool_limits
 from h2htalk.stats import leaderboard as stats
 from scenarios.taxonomy import Dimension, Subtask, dimension_of
 from scoring.metrics.composite import separation
+from scoring.releases import flags
 from scoring.releases.data import NO_JUDGE, ReleaseData
 
 RESULTS_SCHEMA = "h2htalk.release-results/1"
@@ -51,7 +53,7 @@ def _present(a: np.ndarray, b: np.ndarray, n: int) -> np.ndarray:
     return np.flatnonzero(np.bincount(a, minlength=n) + np.bincount(b, minlength=n))
 
 
-def _vote_block(frame, index, n, data, name, minimum) -> dict:
+def _vote_block(frame, index, n, data, name, minimum, draws=None) -> dict:
     votes = len(frame)
     block = {"votes": votes, "comparisons": int(frame["comparison"].nunique()) if votes else 0}
     if votes == 0:
@@ -78,10 +80,12 @@ def _vote_block(frame, index, n, data, name, minimum) -> dict:
         level=data.level,
         seed=stats.derived_seed(data.seed, name),
     )
+    if draws is not None:  # kept for the flag differences (scoring.releases.flags)
+        draws[name] = flags.expanded_draws(strengths.draws, present, n)
     return {**block, **_masked(strengths, present, n)}
 
 
-def _judge_block(frame, index, n, data, name, minimum_scenarios) -> dict:
+def _judge_block(frame, index, n, data, name, minimum_scenarios, draws=None) -> dict:
     finite = np.isfinite(frame["p_a"].to_numpy(dtype=float))
     usable = frame if finite.all() else frame[finite]
     block = {
@@ -113,6 +117,8 @@ def _judge_block(frame, index, n, data, name, minimum_scenarios) -> dict:
         level=data.level,
         seed=stats.derived_seed(data.seed, name),
     )
+    if draws is not None:
+        draws[name] = flags.expanded_draws(strengths.draws, present, n)
     return {**block, **_masked(strengths, present, n)}
 
 
@@ -187,15 +193,14 @@ def _composite_block(data: ReleaseData, ids: list[int], groups: dict) -> dict:
         values = frame.loc[frame["companion"] == c, "composite"].to_numpy(dtype=float)
         overall.append({"companion": c, **stats.mean_interval(values, data.level)})
     by_group = {}
-    for scope, column in (("by_dimension", "dimension"), ("by_subtask", "subtask")):
+    for scope, labels, label_of, _ in _slicings(data, groups):
         by_group[scope] = {}
         if frame.empty:
             continue
-        label_of = data.subtask if column == "subtask" else groups["dimension_of_scenario"]
-        codes = _group_codes(frame["scenario"], label_of, groups[column])
+        codes = _group_codes(frame["scenario"], label_of, labels)
         companion = frame["companion"].to_numpy()
         composite = frame["composite"].to_numpy(dtype=float)
-        for k, group in enumerate(groups[column]):
+        for k, group in enumerate(labels):
             means = []
             for c in ids:
                 values = composite[(companion == c) & (codes == k)]
@@ -236,24 +241,30 @@ def _group_codes(scenario, label_of: dict, labels: list) -> np.ndarray:
     return code_of[pd.Index(list(label_of)).get_indexer(np.asarray(scenario))]
 
 
+def _slicings(data: ReleaseData, groups: dict) -> list[tuple[str, list, dict, str]]:
+    """(results key, group labels, {scenario: label}, fit-name tag) of every slicing: the
+    dimensions, the subtasks and, when frozen, the scenario flags (scoring.releases.flags)."""
+    return [
+        ("by_dimension", groups["dimension"], groups["dimension_of_scenario"], ""),
+        ("by_subtask", groups["subtask"], data.subtask, ""),
+        *flags.slicings(data.flags),
+    ]
+
+
 def _by_group(frame: pd.DataFrame, data: ReleaseData, groups: dict, fit, prefix, minimum) -> dict:
-    """`fit(part, name, minimum)` on the part of the frame in each dimension and subtask."""
+    """`fit(part, name, minimum)` on the part of the frame in each group of every slicing."""
     out = {}
-    for scope, column, label_of in (
-        ("by_dimension", "dimension", groups["dimension_of_scenario"]),
-        ("by_subtask", "subtask", data.subtask),
-    ):
-        codes = _group_codes(frame["scenario"], label_of, groups[column])
+    for scope, labels, label_of, tag in _slicings(data, groups):
+        codes = _group_codes(frame["scenario"], label_of, labels)
         out[scope] = {
-            g: fit(frame[codes == k], f"{prefix}/{g}", minimum)
-            for k, g in enumerate(groups[column])
+            g: fit(frame[codes == k], f"{prefix}/{tag}{g}", minimum) for k, g in enumerate(labels)
         }
     return out
 
 
-def _human_section(data: ReleaseData, index: pd.Index, groups: dict) -> dict:
+def _human_section(data: ReleaseData, index: pd.Index, groups: dict, draws: dict) -> dict:
     def fit(frame, name, minimum):
-        return _vote_block(frame, index, len(index), data, name, minimum)
+        return _vote_block(frame, index, len(index), data, name, minimum, draws)
 
     return {
         "overall": fit(data.votes, "human/overall", 0),
@@ -261,12 +272,12 @@ def _human_section(data: ReleaseData, index: pd.Index, groups: dict) -> dict:
     }
 
 
-def _judge_section(data: ReleaseData, index: pd.Index, groups: dict) -> dict | None:
+def _judge_section(data: ReleaseData, index: pd.Index, groups: dict, draws: dict) -> dict | None:
     if data.population is None:
         return None
 
     def fit(frame, name, minimum):
-        return _judge_block(frame, index, len(index), data, name, minimum)
+        return _judge_block(frame, index, len(index), data, name, minimum, draws)
 
     return {
         **data.judge,
@@ -340,6 +351,7 @@ def _notes(data: ReleaseData) -> list[str]:
         "used. Per dimension and subtask the same fit on that part's votes; parts with "
         f"fewer than {MIN_GROUP_VOTES} votes, or fewer than {MIN_VOTES_PER_COMPANION} per "
         "companion, are skipped (a few votes per model give unstable fits).",
+        *([flags.slice_note()] if data.flags is not None else []),
         *data.notes,
     ]
 
@@ -358,8 +370,9 @@ def _compute_results(data: ReleaseData) -> dict:
     ids = [c for c, _ in data.companions]
     index = pd.Index(ids)
     groups = _groups(data)
-    human = _human_section(data, index, groups)
-    judge = _judge_section(data, index, groups)
+    draws = {}  # bootstrap draws of every group fit, by fit name (for the flag differences)
+    human = _human_section(data, index, groups, draws)
+    judge = _judge_section(data, index, groups, draws)
     composite = _composite_block(data, ids, groups)
     results = {
         "schema": RESULTS_SCHEMA,
@@ -389,4 +402,7 @@ def _compute_results(data: ReleaseData) -> dict:
         results["exclusions"] = data.exclusions
     if data.on_other_text is not None:  # releases frozen before it was counted: absent
         results["judgments_on_other_text"] = data.on_other_text
+    if data.flags is not None:  # releases frozen without flags (inputs /1): absent
+        results["flags"] = flags.present_groups(data.flags)
+        results["flag_differences"] = flags.differences(human, judge, draws, data.level)
     return stats.json_safe(results)

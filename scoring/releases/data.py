@@ -12,6 +12,7 @@ from scoring.metrics import composite as paper
 from scoring.models import MetricScore, Release
 from scoring.releases.errors import ReleaseError
 from scoring.releases.freezing import (
+    FLAG_COLUMNS,
     LEVEL,
     NO_JUDGE,
     exclusion_note,
@@ -42,6 +43,7 @@ class ReleaseData:
     notes: list[str] = field(default_factory=list)
     exclusions: dict | None = None  # exclusion_summary of the inputs (None: frozen before)
     on_other_text: int | None = None  # judgments left out, made on an earlier scenario text
+    flags: dict[str, dict[int, object]] | None = None  # flag → {scenario: value} (None: /1)
 
 
 def representatives(inputs: dict) -> pd.DataFrame:
@@ -234,6 +236,14 @@ def reliability_of(document: dict) -> dict | None:
     return out or None
 
 
+def scenario_flags(inputs: dict) -> dict[str, dict[int, object]] | None:
+    """{flag: {scenario id: value}} as frozen (None: inputs of schema /1 froze no flags)."""
+    scenarios = inputs["scenarios"]
+    if not all(flag in scenarios for flag in FLAG_COLUMNS):
+        return None
+    return {flag: dict(zip(scenarios["id"], scenarios[flag], strict=True)) for flag in FLAG_COLUMNS}
+
+
 def load_data(release: Release, progress=None) -> ReleaseData:
     """The release's data from its frozen inputs (the database only for the stored metrics and
     the judge's features of the frozen responses, both covered by the fingerprint)."""
@@ -251,6 +261,7 @@ def load_data(release: Release, progress=None) -> ReleaseData:
         level=inputs["level"],
         exclusions=exclusion_summary(inputs),
         on_other_text=inputs.get("judgments_on_other_text"),
+        flags=scenario_flags(inputs),
     )
     note = exclusion_note(data.exclusions)
     if note:

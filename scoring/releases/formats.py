@@ -7,6 +7,8 @@ from pathlib import Path
 
 from h2htalk import csvexport
 from scoring.models import Release
+from scoring.releases.flags import FLAGS
+from scoring.releases.flags import LABELS as FLAG_LABELS
 from scoring.releases.freezing import LEVEL, NO_JUDGE, exclusion_note, other_text_note
 
 
@@ -25,15 +27,24 @@ def _exclusion_columns(data: dict) -> dict:
     }
 
 
+def group_scopes(data: dict) -> list[tuple[str, str, list[str]]]:
+    """(scope, results key, groups in order): the dimensions, the subtasks and the scenario
+    flags (absent from releases frozen without flags), in taxonomy order (a stored JSON
+    object's keys come back sorted)."""
+    present = data.get("flags") or {}
+    return [
+        ("dimension", "by_dimension", data["dimensions"]),
+        ("subtask", "by_subtask", data["subtasks"]),
+        *((flag, FLAGS[flag][0], present[flag]) for flag in FLAGS if flag in present),
+    ]
+
+
 def _scopes(data: dict) -> list[tuple]:
     """(scope, group, human block, judge block, composite means by group) per scope."""
     scopes = [
         ("overall", "all", data["human"]["overall"], (data["judge"] or {}).get("overall"), None)
     ]
-    for scope, key, order in (
-        ("dimension", "by_dimension", data["dimensions"]),
-        ("subtask", "by_subtask", data["subtasks"]),
-    ):
+    for scope, key, order in group_scopes(data):
         for group in order:
             block = data["human"][key].get(group) or {}
             judge_block = ((data["judge"] or {}).get(key) or {}).get(group)
@@ -78,7 +89,8 @@ def _group_columns(composite_means, k: int) -> dict:
 
 
 def leaderboard_rows(release: Release, data: dict) -> list[dict]:
-    """One row per companion per scope (overall, each dimension, each subtask): every number."""
+    """One row per companion per scope (overall, each dimension, subtask and flag value):
+    every number."""
     names = {c["id"]: c["name"] for c in data["companions"]}
     ids = [c["id"] for c in data["companions"]]
     anchor = {row["companion"]: row for row in data["anchor_win_rate"]["rows"]}
@@ -149,6 +161,55 @@ def to_csv(release: Release) -> str:
     rows = leaderboard_rows(release, release.result.data)
     return csvexport.text(
         CSV_COLUMNS, ({k: ("" if row[k] is None else row[k]) for k in CSV_COLUMNS} for row in rows)
+    )
+
+
+def difference_rows(release: Release, data: dict) -> list[dict]:
+    """One row per flag, source (human, judge) and companion: Elo on the `from` group minus
+    Elo on the `on` group with its interval (scoring.releases.flags), or why it is skipped."""
+    differences = data.get("flag_differences") or {}
+    rows = []
+    for flag in ("implicit_need", "evolving_need"):
+        entry = differences.get(flag)
+        if entry is None:
+            continue
+        for source in ("human", "judge"):
+            block = entry[source]
+            for k, companion in enumerate(data["companions"]):
+                row = {
+                    "release": release.name,
+                    "fingerprint": release.fingerprint,
+                    "flag": flag,
+                    "from_group": entry["from"],
+                    "on_group": entry["on"],
+                    "source": source,
+                    "companion_id": companion["id"],
+                    "companion": companion["name"],
+                    "level": data["level"],
+                }
+                if block is None:
+                    row["note"] = NO_JUDGE
+                elif block.get("skipped"):
+                    row["note"] = block["skipped"]
+                else:
+                    for key in ("difference", "low", "high", "significant"):
+                        row[key] = block[key][k]
+                rows.append(row)
+    return rows
+
+
+DIFFERENCE_COLUMNS = [
+    "release", "fingerprint", "flag", "from_group", "on_group", "source", "companion_id",
+    "companion", "difference", "low", "high", "significant", "level", "note",
+]  # fmt: skip
+
+
+def to_differences_csv(release: Release) -> str:
+    """Where companions struggle, as CSV (empty for releases frozen without flags)."""
+    rows = difference_rows(release, release.result.data)
+    return csvexport.text(
+        DIFFERENCE_COLUMNS,
+        ({k: "" if row.get(k) is None else row[k] for k in DIFFERENCE_COLUMNS} for row in rows),
     )
 
 
@@ -252,9 +313,11 @@ def _markdown_row(row: dict, has_judge: bool) -> str:
     )
 
 
-def _markdown_groups(data: dict, rows: dict, scope: str, key: str, title: str) -> list[str]:
-    """The human Elo and composite mean per dimension (or subtask) and companion."""
-    groups = data["dimensions"] if scope == "dimension" else data["subtasks"]
+def _markdown_groups(
+    data: dict, rows: dict, scope: str, key: str, title: str, groups: list[str]
+) -> list[str]:
+    """The human Elo and composite mean per group (dimension, subtask, flag value) and
+    companion."""
     if not groups:
         return []
     ids = [c["id"] for c in data["companions"]]
@@ -294,9 +357,54 @@ def to_markdown(release: Release) -> str:
     lines += ["", "Notes:", ""]
     lines += [f"- {_md(note)}" for note in data["notes"] if note not in (excluded, other_text)]
     lines.append(f"- {_md(data['composite']['note'])}")
-    lines += _markdown_groups(data, rows, "dimension", "by_dimension", "Per dimension")
-    lines += _markdown_groups(data, rows, "subtask", "by_subtask", "Per subtask")
+    for scope, key, groups in group_scopes(data):
+        title = f"Per {FLAG_LABELS.get(scope, scope).lower()}"
+        lines += _markdown_groups(data, rows, scope, key, title, groups)
+    lines += _markdown_struggles(data)
     return "\n".join(lines) + "\n"
+
+
+def _difference_cell(block, k: int) -> str:
+    if block is None:
+        return NO_JUDGE
+    if block.get("skipped") or block["difference"][k] is None:
+        return "—"
+    mark = {1: " ▲", -1: " ▼"}.get(block["significant"][k], "")
+    return _ci(block["difference"][k], block["low"][k], block["high"][k], 0) + mark
+
+
+def _markdown_struggles(data: dict) -> list[str]:
+    """Where companions struggle: Elo differences explicit − implicit, stable − evolving."""
+    differences = data.get("flag_differences")
+    if not differences:
+        return []
+    level = f"{data['level']:.0%}"
+    flags = [f for f in ("implicit_need", "evolving_need") if f in differences]
+    headings = [
+        f"{source} Elo, {differences[f]['from']} − {differences[f]['on']} ({level} CI)"
+        for f in flags
+        for source in ("Human", "Judge")
+    ]
+    lines = ["", "## Where companions struggle", "", _md(differences["note"]), ""]
+    lines += ["| Companion | " + " | ".join(headings) + " |", "|---|" + "---|" * len(headings)]
+    for k in ordered(data):
+        cells = [
+            _difference_cell(differences[f][source], k)
+            for f in flags
+            for source in ("human", "judge")
+        ]
+        lines.append(f"| {_md(data['companions'][k]['name'])} | " + " | ".join(cells) + " |")
+    skipped = [
+        f"{source} {differences[f]['from']} − {differences[f]['on']}: "
+        f"{differences[f][source]['skipped']}"
+        for f in flags
+        for source in ("human", "judge")
+        if (differences[f][source] or {}).get("skipped")
+    ]
+    lines += ["", "▲ / ▼: the interval lies above / below 0 (the companion loses / gains ground)."]
+    if skipped:
+        lines += ["", "Skipped: " + "; ".join(_md(s) for s in skipped) + "."]
+    return lines
 
 
 def _win_rate_triple(row, method):
@@ -312,13 +420,14 @@ def file_stem(release: Release) -> str:
     return f"release-{release.pk}-{slug[:60] or 'release'}"
 
 
-FILES = {"csv": to_csv, "json": to_json, "md": to_markdown}
+FILES = {"csv": to_csv, "json": to_json, "md": to_markdown, "differences.csv": to_differences_csv}
 
 
 CONTENT_TYPES = {
     "csv": "text/csv; charset=utf-8",
     "json": "application/json",
     "md": "text/markdown; charset=utf-8",
+    "differences.csv": "text/csv; charset=utf-8",
 }
 
 

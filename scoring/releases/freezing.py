@@ -2,8 +2,10 @@
 
 A release freezes, in `Release.inputs` (schema INPUTS_SCHEMA), ids and content hashes:
 - companions (id, name) and the anchor; the seed, the bootstrap draws and the level (95%);
-- scenarios (id, subtask, Scenario.content_hash): the approved scenarios on which at least two
-  of the release's companions have a successful response in the campaign's runs;
+- scenarios (id, subtask, Scenario.content_hash, implicit_need, evolving_need, risk_level): the
+  approved scenarios on which at least two of the release's companions have a successful
+  response in the campaign's runs, with the flags the per-flag slices group them by (the
+  content hash does not cover the flags; releases of schema /1 froze no flags);
 - responses (id, scenario, companion, sha256 of the text, population flag): one per scenario
   and companion (the latest successful one, as the campaign's pairing chooses; flagged 1: the
   population the judge scores over all pairs and the composite averages), plus those of the
@@ -38,7 +40,8 @@ from scoring.frames import id_subquery
 from scoring.models import CalibratedJudge, JudgeVerdict, MetricScore
 from scoring.releases.errors import ReleaseError
 
-INPUTS_SCHEMA = "h2htalk.release-inputs/1"
+INPUTS_SCHEMA = "h2htalk.release-inputs/2"
+FLAG_COLUMNS = ("implicit_need", "evolving_need", "risk_level")
 LEVEL = stats.LEVEL
 NO_JUDGE = "no judge in this release"
 RESPONSE_COLUMNS = ("id", "scenario", "companion", "text_sha256", "population")
@@ -192,7 +195,7 @@ def freeze(
         "level": LEVEL,
         "anchor": anchor.pk,
         "companions": columns_of([(c.pk, c.name) for c in companions], ("id", "name")),
-        "scenarios": columns_of(scenario_rows(kept), ("id", "subtask", "content_sha256")),
+        "scenarios": columns_of(scenario_rows(kept), scenario_columns(INPUTS_SCHEMA)),
         "responses": columns_of(response_rows, RESPONSE_COLUMNS),
         "comparisons": columns_of(
             judged["comparisons"], ("id", "scenario", "response_a", "response_b")
@@ -254,9 +257,16 @@ def rows_by_id(model, ids, fields) -> list[tuple]:
     return sorted(rows.iterator(chunk_size=5000))
 
 
-def scenario_rows(scenario_ids) -> list[tuple]:
-    """(id, subtask, content hash) of the scenarios, sorted by id."""
-    return rows_by_id(Scenario, scenario_ids, ("subtask", "content_hash"))
+def scenario_columns(schema: str) -> tuple[str, ...]:
+    """The columns of the scenarios section: inputs of schema /1 froze no flags."""
+    base = ("id", "subtask", "content_sha256")
+    return base if schema == "h2htalk.release-inputs/1" else (*base, *FLAG_COLUMNS)
+
+
+def scenario_rows(scenario_ids, schema: str = INPUTS_SCHEMA) -> list[tuple]:
+    """(id, subtask, content hash[, flags]) of the scenarios, sorted by id."""
+    flags = FLAG_COLUMNS if len(scenario_columns(schema)) > 3 else ()
+    return rows_by_id(Scenario, scenario_ids, ("subtask", "content_hash", *flags))
 
 
 def judgments_on_current_text(judgments) -> tuple[list[tuple], int]:

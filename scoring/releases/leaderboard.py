@@ -3,7 +3,8 @@ stored numbers (Release.result.data) only."""
 
 from scenarios.taxonomy import Dimension, Subtask
 from scoring.charts import reliability_svg
-from scoring.releases.formats import ordered
+from scoring.releases.flags import LABELS as FLAG_LABELS
+from scoring.releases.formats import group_scopes, ordered
 from scoring.releases.plots import (
     group_heatmap_svg,
     significance_svg,
@@ -11,7 +12,12 @@ from scoring.releases.plots import (
     win_rate_svg,
 )
 
-GROUP_LABELS = {**dict(Dimension.choices), **dict(Subtask.choices)}
+GROUP_LABELS = {**dict(Dimension.choices), **dict(Subtask.choices), **FLAG_LABELS}
+KINDS = {  # what a group table's heading says it is a part of
+    "implicit_need": "implicit-need flag",
+    "evolving_need": "evolving-need flag",
+    "risk_level": "risk level",
+}
 
 
 def _estimate(entry):
@@ -47,13 +53,11 @@ def _mean(composite: dict) -> dict:
     return {**composite, "text": text, "ci": ci}
 
 
-def _group_tables(data: dict, order, names) -> list[dict]:
-    """Per dimension and per subtask: human (and judge) Elo with CI and rank per companion."""
+def _group_tables(data: dict, order, names, scopes) -> list[dict]:
+    """Per group of each (scope, results key, groups) in `scopes`: human (and judge) Elo with
+    CI and rank per companion."""
     tables = []
-    for key, title, groups in (
-        ("by_dimension", "dimension", data["dimensions"]),
-        ("by_subtask", "subtask", data["subtasks"]),
-    ):
+    for title, key, groups in scopes:
         for group in groups:
             block = data["human"][key].get(group) or {}
             judge_block = ((data["judge"] or {}).get(key) or {}).get(group)
@@ -74,7 +78,8 @@ def _group_tables(data: dict, order, names) -> list[dict]:
                 )
             tables.append(
                 {
-                    "kind": title,
+                    "kind": KINDS.get(title, title),
+                    "open": title in ("dimension", "implicit_need", "evolving_need"),
                     "group": group,
                     "label": GROUP_LABELS.get(group, group),
                     "votes": block.get("votes", 0),
@@ -196,6 +201,50 @@ def leaderboard_context(data: dict) -> dict:
     }
     if data.get("reliability"):
         context["reliability_plot"] = reliability_svg(data["reliability"])
-    context["groups"] = _group_tables(data, order, names)
+    scopes = group_scopes(data)
+    context["groups"] = _group_tables(data, order, names, scopes[:2])
+    context["flag_groups"] = _group_tables(data, order, names, scopes[2:])
+    context["struggles"] = _struggles(data, names, order)
     context["methods"] = _methods(data)
     return context
+
+
+def _difference(block, k):
+    """(difference, "±d", "[low, high]", significant) of companion k, or None."""
+    if not block or block.get("skipped") or block["difference"][k] is None:
+        return None
+    value, low, high = block["difference"][k], block["low"][k], block["high"][k]
+    return {
+        "value": value,
+        "text": f"{value:+.0f}",
+        "ci": f"[{low:+.0f}, {high:+.0f}]",
+        "significant": block["significant"][k],
+    }
+
+
+def _struggles(data: dict, names: list[str], order: list[int]) -> dict | None:
+    """Where companions struggle: per companion the Elo differences explicit − implicit and
+    stable − evolving, humans and judge (None: a release frozen without flags)."""
+    differences = data.get("flag_differences")
+    if not differences:
+        return None
+    flags = [f for f in ("implicit_need", "evolving_need") if f in differences]
+    sources = ["human", "judge"] if data["judge"] else ["human"]
+    columns = [
+        {
+            "flag": f,
+            "source": source,
+            "title": f"{FLAG_LABELS[differences[f]['from']]} − {FLAG_LABELS[differences[f]['on']]}",
+            "skipped": (differences[f][source] or {}).get("skipped", ""),
+        }
+        for f in flags
+        for source in sources
+    ]
+    rows = [
+        {
+            "name": names[k],
+            "cells": [_difference(differences[c["flag"]][c["source"]], k) for c in columns],
+        }
+        for k in order
+    ]
+    return {"columns": columns, "rows": rows, "note": differences["note"]}

@@ -9,6 +9,8 @@ urlpatterns = [
     path("<int:pk>/", views.release_detail, name="detail"),
     path("<int:pk>/compute/", views.release_compute, name="compute"),
     re_path(
-        r"^(?P<pk>\d+)/leaderboard\.(?P<fmt>csv|json|md)$", views.release_export, name="export"
+        r"^(?P<pk>\d+)/leaderboard\.(?P<fmt>csv|json|md|differences\.csv)$",
+        views.release_export,
+        name="export",
     ),
 ]

@@ -12,6 +12,7 @@ from scoring.releases.freezing import (
     judge_entry,
     metrics_digest,
     rows_by_id,
+    scenario_columns,
     scenario_rows,
     text_hashes,
 )
@@ -32,8 +33,9 @@ def current_inputs(release: Release) -> dict:
     out["companions"] = columns_of(
         [(pk, names[pk]) for pk in companion_ids if pk in names], ("id", "name")
     )
+    schema = stored["schema"]
     out["scenarios"] = columns_of(
-        scenario_rows(stored["scenarios"]["id"]), ("id", "subtask", "content_sha256")
+        scenario_rows(stored["scenarios"]["id"], schema), scenario_columns(schema)
     )
     response_ids = stored["responses"]["id"]
     texts = text_hashes(response_ids)
@@ -65,7 +67,7 @@ def current_inputs(release: Release) -> dict:
 
 SECTIONS = {
     "companions": ("companion", ("name",)),
-    "scenarios": ("scenario", ("subtask", "content_sha256")),
+    "scenarios": ("scenario", ("subtask", "content_sha256")),  # + the flags from schema /2 on
     "responses": ("response", RESPONSE_COLUMNS[1:]),
     "comparisons": ("comparison", ("scenario", "response_a", "response_b")),
     "judgments": ("judgment", ("comparison", "annotator", "preference")),
@@ -76,6 +78,9 @@ WHAT = {
     "name": "name",
     "subtask": "subtask",
     "content_sha256": "content",
+    "implicit_need": "implicit-need flag",
+    "evolving_need": "evolving-need flag",
+    "risk_level": "risk level",
     "scenario": "scenario",
     "companion": "companion",
     "text_sha256": "text",
@@ -96,7 +101,11 @@ def _ids(values, limit: int = 8) -> str:
 def compare_inputs(stored: dict, current: dict) -> list[str]:
     """What differs between the frozen inputs and the database now, in sentences."""
     problems = []
-    for section, (label, names) in SECTIONS.items():
+    sections = {
+        **SECTIONS,
+        "scenarios": ("scenario", scenario_columns(stored["schema"])[1:]),
+    }
+    for section, (label, names) in sections.items():
         if all(stored[section][n] == current[section][n] for n in ("id", *names)):
             continue  # unchanged, column by column (no row dictionaries to build)
         before, now = rows_of(stored[section], names), rows_of(current[section], names)

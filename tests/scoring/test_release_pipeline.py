@@ -295,6 +295,12 @@ def _change_scenario(world, release):
     return f"1 scenario(s) changed (content; id {scenario.pk})"
 
 
+def _change_scenario_flag(world, release):
+    pk = release.inputs["scenarios"]["id"][4]
+    Scenario.objects.filter(pk=pk).update(implicit_need=True)  # the content hash stays
+    return f"1 scenario(s) changed (implicit-need flag; id {pk})"
+
+
 def _rename_companion(world, release):
     CompanionModel.objects.filter(pk=world.companions[2].pk).update(name="Renamed")
     return "1 companion(s) changed (name"
@@ -321,6 +327,7 @@ def _change_metrics(world, release):
         _delete_judgment,
         _change_response,
         _change_scenario,
+        _change_scenario_flag,
         _rename_companion,
         _change_judge,
         _change_metrics,
@@ -448,7 +455,8 @@ def test_command_prints_the_table_and_writes_csv_json_and_markdown(release, tmp_
     assert document["release"]["level"] == 0.95
     rows = list(csv.DictReader(io.StringIO((tmp_path / f"{stem}.csv").read_text("utf-8"))))
     data = release.result.data
-    groups = 1 + len(data["dimensions"]) + len(data["subtasks"])
+    flag_groups = sum(len(groups) for groups in data["flags"].values())  # e.g. explicit, implicit
+    groups = 1 + len(data["dimensions"]) + len(data["subtasks"]) + flag_groups
     assert len(rows) == 3 * groups
     assert list(rows[0]) == formats.CSV_COLUMNS
     overall = {r["companion"]: r for r in rows if r["scope"] == "overall"}
