@@ -132,6 +132,22 @@ def change_pool(campaign: Campaign, pool: str, add=(), remove=()) -> None:
         people.remove(*leaving)
 
 
+def pool_removal_question(campaign: Campaign, form) -> Question | None:
+    """What to ask before a valid edit form takes annotators out of the pool (None: it takes
+    nobody out). Call it before the form is saved."""
+    staying = {user.username for user in form.cleaned_data["annotators"]}
+    leaving = sorted(set(campaign.annotators.values_list("username", flat=True)) - staying)
+    if not leaving:
+        return None
+    return Question(
+        f"Remove {', '.join(leaving)} from the annotator pool of {campaign.name}?",
+        "They stop receiving its items at once, and an answer to an item already on their "
+        "screen is refused and not saved. Their judgments so far are kept and still count; "
+        "adding them back lets them go on.",
+        "Save and remove them",
+    )
+
+
 # ---------------------------------------------------------------- progress
 
 

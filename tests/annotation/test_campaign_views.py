@@ -425,6 +425,32 @@ def test_unmarking_gold_asks_first(researcher_client, campaign):
     assert not Comparison.objects.get(pk=comparison.pk).is_gold
 
 
+def test_removing_annotators_on_edit_asks_first_and_keeps_every_field(
+    researcher_client, campaign, raters
+):
+    url = reverse("campaigns:edit", args=[campaign.pk])
+    staying = [rater.pk for rater in raters[1:]]
+    data = form_data(campaign, annotators=staying, description="two lines\nof text")
+    page = researcher_client.post(url, data).content.decode()
+    assert f"Remove {raters[0].username} from the annotator pool" in page
+    assert campaign.annotators.count() == len(raters)  # nothing saved yet
+    campaign.refresh_from_db()
+    assert campaign.description == ""
+    fields = re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', page)
+    assert sorted(int(v) for name, v in fields if name == "annotators") == sorted(staying)
+    confirmed = {}
+    for name, value in fields:
+        confirmed.setdefault(name, []).append(value)
+    assert researcher_client.post(url, confirmed).status_code == 302
+    campaign.refresh_from_db()
+    assert set(campaign.annotators.values_list("pk", flat=True)) == set(staying)
+    assert campaign.description == "two lines\nof text"
+    # Adding someone back asks nothing.
+    back = form_data(campaign, annotators=[rater.pk for rater in raters])
+    assert researcher_client.post(url, back).status_code == 302
+    assert campaign.annotators.count() == len(raters)
+
+
 def test_settings_count_what_they_list(researcher_client, campaign, colleague):
     page = researcher_client.get(reverse("campaigns:detail", args=[campaign.pk])).content.decode()
     n = campaign.annotators.count()
