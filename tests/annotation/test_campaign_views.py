@@ -382,6 +382,15 @@ def test_close_asks_first_and_only_a_confirmed_post_closes(researcher_client, ca
     assert campaign.state == Campaign.State.CLOSED
 
 
+def test_the_confirmation_escapes_the_campaign_name(researcher_client, campaign):
+    Campaign.objects.filter(pk=campaign.pk).update(name='<img src=x onerror="alert(1)">')
+    url = reverse("campaigns:state", args=[campaign.pk])
+    page = researcher_client.post(url, {"action": "close"}).content.decode()
+    assert "<img src=x" not in page and "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in page
+    detail = researcher_client.get(reverse("campaigns:detail", args=[campaign.pk]))
+    assert 'data-confirm="Close the campaign &lt;img' in detail.content.decode()
+
+
 def test_pausing_does_not_ask(researcher_client, campaign):
     researcher_client.post(reverse("campaigns:state", args=[campaign.pk]), {"action": "pause"})
     campaign.refresh_from_db()
