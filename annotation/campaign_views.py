@@ -125,18 +125,15 @@ def _ask(request, campaign, action: str):
 def campaign_gold(request, pk):
     campaign = managed_campaign_or_404(request.user, pk)
     if request.method == "POST":
+        query = campaigns.gold_query(QueryDict(request.POST.get("query", "")))
+        url = reverse("campaigns:gold", args=[pk])
+        back = f"{url}?{query.urlencode()}" if query else url
         if request.POST.get("action") == "unmark" and not confirmation.confirmed(request):
             question = campaigns.unmark_question(campaign, request.POST.get("comparison"))
             if question:
-                query = campaigns.gold_query(QueryDict(request.POST.get("query", "")))
-                cancel = reverse("campaigns:gold", args=[pk])
-                return confirmation.ask(
-                    request, question, f"{cancel}?{query.urlencode()}" if query else cancel
-                )
+                return confirmation.ask(request, question, back)
         _save_gold(request, campaign)
-        query = campaigns.gold_query(QueryDict(request.POST.get("query", "")))
-        url = reverse("campaigns:gold", args=[pk])
-        return redirect(f"{url}?{query.urlencode()}" if query else url)
+        return redirect(back)
     query = campaigns.gold_query(request.GET)
     filters = query.copy()
     filters.pop("page", None)
