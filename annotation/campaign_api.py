@@ -139,15 +139,30 @@ class GoldAnswerSerializer(serializers.Serializer):
 
 
 class AnnotatorProgressSerializer(serializers.Serializer):
-    """One row of the monitoring table (the same numbers as the campaign page)."""
+    """One row of the monitoring table (the same numbers as the campaign page; quality and
+    flags are those of the agreement report)."""
 
     annotator = serializers.CharField()
     in_pool = serializers.BooleanField(required=False)
     judgments = serializers.IntegerField()
-    active_hours = serializers.FloatField(allow_null=True)
-    per_hour = serializers.FloatField(allow_null=True)
-    median_time_ms = serializers.FloatField(allow_null=True)
-    median_client_ms = serializers.FloatField(allow_null=True)
+    hours_on_items = serializers.FloatField(
+        allow_null=True, help_text="Sum of the visible time per item, in hours."
+    )
+    per_hour = serializers.FloatField(
+        allow_null=True, help_text="Judgments per hour spent on items (hours_on_items)."
+    )
+    median_time_ms = serializers.FloatField(
+        allow_null=True,
+        help_text="Median visible time per item (browser; server lease time where none).",
+    )
+    time_source = serializers.CharField(help_text="client, server, mixed or none.")
+    median_server_ms = serializers.FloatField(
+        allow_null=True, help_text="Median server lease time, issued → submitted."
+    )
+    n_consensus = serializers.IntegerField(help_text="Votes with a consensus of the others.")
+    consensus_agreement = serializers.FloatField(
+        allow_null=True, help_text="Share of them equal to the others' consensus."
+    )
     gold_n = serializers.IntegerField()
     gold_correct = serializers.IntegerField()
     gold_accuracy = serializers.FloatField(allow_null=True)
@@ -155,7 +170,9 @@ class AnnotatorProgressSerializer(serializers.Serializer):
     left = serializers.IntegerField(help_text="Non-tie judgments preferring the left side.")
     left_rate = serializers.FloatField(allow_null=True)
     left_p = serializers.FloatField(allow_null=True, help_text="Binomial test p, left vs ½.")
-    left_flag = serializers.BooleanField(help_text="Position bias suspected (p < alpha).")
+    flagged = serializers.BooleanField(help_text="The agreement report flags the annotator.")
+    flag = serializers.CharField(help_text="Why (consensus, gold, position, fast); or empty.")
+    note = serializers.CharField(help_text="Observations that are not reasons on their own.")
     skips = serializers.IntegerField()
     skip_reasons = serializers.DictField(child=serializers.IntegerField())
 
@@ -173,10 +190,9 @@ class MonitoringSerializer(serializers.Serializer):
     gold = serializers.IntegerField(help_text="Gold comparisons.")
     gold_answered = serializers.IntegerField(help_text="Gold comparisons with a known answer.")
     gold_judgments = serializers.IntegerField()
+    pool = serializers.IntegerField(help_text="Annotators in the campaign's pool.")
     annotators = AnnotatorProgressSerializer(many=True, source="rows")
     overall = AnnotatorProgressSerializer(allow_null=True, help_text="Everyone at once.")
-    session_gap_minutes = serializers.IntegerField(source="session_gap")
-    left_bias_alpha = serializers.FloatField(source="alpha")
 
 
 class PeopleSerializer(serializers.Serializer):

@@ -12,7 +12,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from h2htalk import csvexport
+from h2htalk import confirmation, csvexport
 from h2htalk.roles import RESEARCHER, role_required
 
 from . import campaigns
@@ -46,6 +46,9 @@ def campaign_edit(request, pk):
     campaign = managed_campaign_or_404(request.user, pk)
     form = CampaignForm(request.POST or None, instance=campaign)
     if request.method == "POST" and form.is_valid():
+        question = campaigns.pool_removal_question(campaign, form)
+        if question and not confirmation.confirmed(request):
+            return confirmation.ask(request, question, reverse("campaigns:edit", args=[pk]))
         campaign, job = campaigns.save_campaign(form, request.user)
         if job:
             messages.success(request, "Campaign saved; rebuilding its comparisons.")
@@ -69,10 +72,12 @@ def campaign_detail(request, pk):
         "companions": list(campaign.companions.order_by("name")),
         "runs": list(campaign.runs.order_by("-created_at")),
         "members": list(campaign.members.order_by("username")),
+        "annotators": list(campaign.annotators.order_by("username")),
         "owner": campaign.owner,
         "guidelines": render_markdown(campaign.guidelines),
         "build_job": campaigns.latest_build_job(campaign),
-        "actions": campaigns.available_actions(campaign),
+        "actions": campaigns.state_buttons(campaign),
+        "rebuild_question": campaigns.question(campaign, "rebuild"),
     }
     return render(request, "campaigns/detail.html", context)
 
@@ -85,8 +90,11 @@ def campaign_state(request, pk):
     if not form.is_valid():
         messages.error(request, "Unknown action.")
         return redirect("campaigns:detail", pk=pk)
+    action = form.cleaned_data["action"]
+    if action in campaigns.DESTRUCTIVE_ACTIONS and not confirmation.confirmed(request):
+        return _ask(request, campaign, action)
     try:
-        state = campaigns.change_state(campaign, form.cleaned_data["action"])
+        state = campaigns.change_state(campaign, action)
     except campaigns.TransitionRefused as refused:
         messages.error(request, str(refused))
         return redirect("campaigns:detail", pk=pk)
@@ -100,19 +108,32 @@ def campaign_state(request, pk):
 @role_required(RESEARCHER)
 def campaign_rebuild(request, pk):
     campaign = managed_campaign_or_404(request.user, pk)
+    if not confirmation.confirmed(request):
+        return _ask(request, campaign, "rebuild")
     job = queue_build(campaign, request.user)
     messages.info(request, "Rebuilding: missing comparisons are added, existing ones kept.")
     return redirect("job_detail", pk=job.pk)
+
+
+def _ask(request, campaign, action: str):
+    """The confirmation page for a destructive action on the campaign (nothing changed)."""
+    cancel = reverse("campaigns:detail", args=[campaign.pk])
+    return confirmation.ask(request, campaigns.question(campaign, action), cancel)
 
 
 @role_required(RESEARCHER)
 def campaign_gold(request, pk):
     campaign = managed_campaign_or_404(request.user, pk)
     if request.method == "POST":
-        _save_gold(request, campaign)
         query = campaigns.gold_query(QueryDict(request.POST.get("query", "")))
         url = reverse("campaigns:gold", args=[pk])
-        return redirect(f"{url}?{query.urlencode()}" if query else url)
+        back = f"{url}?{query.urlencode()}" if query else url
+        if request.POST.get("action") == "unmark" and not confirmation.confirmed(request):
+            question = campaigns.unmark_question(campaign, request.POST.get("comparison"))
+            if question:
+                return confirmation.ask(request, question, back)
+        _save_gold(request, campaign)
+        return redirect(back)
     query = campaigns.gold_query(request.GET)
     filters = query.copy()
     filters.pop("page", None)

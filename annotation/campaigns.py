@@ -15,6 +15,7 @@ from django.http import QueryDict
 from django.utils import timezone
 
 from h2htalk import csvexport
+from h2htalk.confirmation import Question
 from h2htalk.models import Job
 from scenarios.taxonomy import Subtask
 
@@ -131,6 +132,22 @@ def change_pool(campaign: Campaign, pool: str, add=(), remove=()) -> None:
         people.remove(*leaving)
 
 
+def pool_removal_question(campaign: Campaign, form) -> Question | None:
+    """What to ask before a valid edit form takes annotators out of the pool (None: it takes
+    nobody out). Call it before the form is saved."""
+    staying = {user.username for user in form.cleaned_data["annotators"]}
+    leaving = sorted(set(campaign.annotators.values_list("username", flat=True)) - staying)
+    if not leaving:
+        return None
+    return Question(
+        f"Remove {', '.join(leaving)} from the annotator pool of {campaign.name}?",
+        "They stop receiving its items at once, and an answer to an item already on their "
+        "screen is refused and not saved. Their judgments so far are kept and still count; "
+        "adding them back lets them go on.",
+        "Save and remove them",
+    )
+
+
 # ---------------------------------------------------------------- progress
 
 
@@ -182,6 +199,45 @@ def available_actions(campaign: Campaign) -> list[tuple[str, str]]:
     ]
 
 
+# Actions asked about first (h2htalk.confirmation): they take work away from annotators or
+# change what the numbers count.
+DESTRUCTIVE_ACTIONS = ("close",)
+
+
+def question(campaign: Campaign, action: str) -> Question | None:
+    """What to ask before `action` (a state action, "rebuild"), or None when it is not
+    destructive."""
+    if action == "close":
+        return Question(
+            f"Close the campaign {campaign.name}?",
+            "Annotators stop receiving its items at once, and an answer to an item already on "
+            "someone's screen is refused and not saved. The judgments so far are kept, and the "
+            "campaign can be reopened.",
+            "Close the campaign",
+        )
+    if action == "rebuild":
+        return Question(
+            f"Rebuild the comparisons of {campaign.name}?",
+            "A background job adds the comparisons that its scenarios, companions and response "
+            "runs now call for and that are missing, so the target can grow while annotators "
+            "rate. Existing comparisons, gold marks and judgments are kept.",
+            "Rebuild comparisons",
+        )
+    return None
+
+
+def state_buttons(campaign: Campaign) -> list[dict]:
+    """The state actions allowed now, each with its label and, if destructive, its question."""
+    return [
+        {
+            "action": action,
+            "label": label,
+            "question": question(campaign, action) if action in DESTRUCTIVE_ACTIONS else None,
+        }
+        for action, label in available_actions(campaign)
+    ]
+
+
 def change_state(campaign: Campaign, action: str) -> State:
     """Apply `action` (a key of TRANSITIONS) and return the new state, or raise
     TransitionRefused. The update is conditional on the state it comes from, so two researchers
@@ -201,9 +257,9 @@ def change_state(campaign: Campaign, action: str) -> State:
 
 def annotator_monitoring(campaign: Campaign) -> dict:
     """The monitoring table: `rows`, one per annotator (in or once in the pool), and `overall`
-    (None before the first judgment), with percentages and seconds for display; and the
-    session gap and test level the page states. (pandas and scipy load here, not with the
-    pages: annotation.monitoring.)"""
+    (None before the first judgment), with percentages and seconds for display; `pool`, the
+    number of annotators in the pool. Flags are the agreement report's (annotation.monitoring;
+    pandas and scipy load here, not with the pages)."""
     from . import monitoring
 
     judgments = monitoring.load_judgments(campaign)
@@ -216,12 +272,7 @@ def annotator_monitoring(campaign: Campaign) -> dict:
     overall = monitoring.overall_row(judgments, skips) if len(judgments) else None
     if overall:
         _for_display(overall)
-    return {
-        "rows": rows,
-        "overall": overall,
-        "session_gap": monitoring.SESSION_GAP_MINUTES,
-        "alpha": monitoring.LEFT_BIAS_ALPHA,
-    }
+    return {"rows": rows, "overall": overall, "pool": len(pool)}
 
 
 def _for_display(row: dict) -> None:
@@ -230,10 +281,11 @@ def _for_display(row: dict) -> None:
     def scaled(value, factor):
         return None if value is None else value * factor
 
+    row["consensus_pct"] = scaled(row["consensus_agreement"], 100)
     row["gold_pct"] = scaled(row["gold_accuracy"], 100)
     row["left_pct"] = scaled(row["left_rate"], 100)
     row["median_time_s"] = scaled(row["median_time_ms"], 1 / 1000)
-    row["median_client_s"] = scaled(row["median_client_ms"], 1 / 1000)
+    row["median_server_s"] = scaled(row["median_server_ms"], 1 / 1000)
     row["skip_text"] = ", ".join(f"{code} {n}" for code, n in row["skip_reasons"].items())
 
 
@@ -262,7 +314,11 @@ def gold_query(params) -> QueryDict:
 
 def gold_page(campaign: Campaign, query: QueryDict) -> Page:
     """One page of the campaign's comparisons, both texts and companions, filtered by `query`."""
-    return Paginator(gold_comparisons(campaign, query), GOLD_PAGE_SIZE).get_page(query.get("page"))
+    page = Paginator(gold_comparisons(campaign, query), GOLD_PAGE_SIZE).get_page(query.get("page"))
+    for comparison in page:
+        if comparison.is_gold:
+            comparison.unmark_prompt = gold_unmark_question(comparison).prompt
+    return page
 
 
 def gold_comparisons(campaign: Campaign, query: QueryDict):
@@ -304,6 +360,25 @@ def save_gold(campaign: Campaign, data: dict) -> list[tuple[int, str]]:
     if comparison is None:
         return [(messages.ERROR, "No such comparison in this campaign.")]
     return mark_gold(comparison, data)
+
+
+def unmark_question(campaign: Campaign, comparison_id) -> Question | None:
+    """What to ask before a gold comparison of the campaign is unmarked (None: nothing to ask,
+    it is not gold or not the campaign's)."""
+    if not str(comparison_id).isdigit():
+        return None
+    comparison = campaign.comparisons.filter(pk=comparison_id, is_gold=True).first()
+    return None if comparison is None else gold_unmark_question(comparison)
+
+
+def gold_unmark_question(comparison: Comparison) -> Question:
+    return Question(
+        f"Unmark comparison {comparison.pk} as gold?",
+        f"Its known answer and note are deleted, and its {comparison.judgment_count} "
+        "judgment(s) stop counting as gold answers: gold accuracy no longer uses them and "
+        "agreement counts them as ordinary votes.",
+        "Unmark gold",
+    )
 
 
 def mark_gold(comparison: Comparison, data: dict) -> list[tuple[int, str]]:

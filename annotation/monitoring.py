@@ -1,34 +1,30 @@
-"""Annotator monitoring for a campaign: speed, gold accuracy, position bias, skips.
+"""Annotator monitoring for a campaign: the agreement report's numbers and flags per annotator,
+with the campaign page's own additions (pace per hour, the server's lease time, skips).
 
-The statistics are plain functions over a pandas DataFrame of judgments, one row per judgment,
-with the columns of JUDGMENT_COLUMNS (build one with `judgments_frame`); they need no database.
-`load_judgments` and `load_skips` read a campaign from the database in a fixed number of
-queries, whatever the number of judgments. Only the monitoring table needs this module
-(annotation.campaigns imports it there); progress counts are in annotation.campaigns.
+Quality and flags come from h2htalk.stats.agreement.annotators.annotator_report, the function
+the agreement report uses, on the same judgments: an annotator flagged on the agreement page is
+flagged here and in the progress API, for the same reason in the same words (consensus, gold,
+position, fast: see that function). Only the additions are defined here:
 
-Definitions (also stated on the page):
-- judgments per hour: over the annotator's *active time*. Their judgments, in time order, are
-  split into sessions wherever two submissions are more than SESSION_GAP_MINUTES apart; a
-  session lasts from its first submission to its last, plus the time spent on its first item
-  (time_on_task_ms, at most one gap). Breaks between sessions do not count.
-- median time per item: median of time_on_task_ms (issued → submitted, server clock) and,
-  separately, of client_time_ms (visible time in the browser; missing values are left out).
-- gold accuracy: on gold comparisons with a known answer, a vote is right when the sign of its
-  pair-keyed `preference` equals the sign of `gold_preference` (a tie gold expects a tie).
-- left-preference rate: among votes that are not ties, the share with screen_preference < 0.
-  Flagged when a two-sided exact binomial test against 50% gives p < LEFT_BIAS_ALPHA.
+- per hour: judgments over the hours spent on them, each judgment counting its visible time
+  (the browser's client_time_ms, the server's lease time where none was reported: the clock of
+  the median and of the "fast" flag). Breaks and time between items do not count, so the pace
+  and the median tell the same story: a rater with about 45 s per item does about 80 an hour.
+- median lease time: time_on_task_ms (issued → submitted, server clock), which also counts
+  network and any wait before the page was shown.
+
+The statistics are plain functions over a pandas DataFrame of judgments (columns
+JUDGMENT_COLUMNS; build one with `judgments_frame`); they need no database. `load_judgments`
+and `load_skips` read a campaign in a fixed number of queries, whatever its size.
 """
 
-import math
-
-import numpy as np
 import pandas as pd
-from scipy.stats import binomtest
+
+from h2htalk.stats.agreement.annotators import annotator_report, visible_time
 
 from .models import Assignment, Campaign, Judgment
 
-SESSION_GAP_MINUTES = 30
-LEFT_BIAS_ALPHA = 0.01
+MS_PER_HOUR = 3_600_000
 
 # frame column -> the Judgment lookup `load_judgments` reads it from
 _JUDGMENT_LOOKUPS = {
@@ -38,18 +34,21 @@ _JUDGMENT_LOOKUPS = {
     "preference": "preference",
     "time_on_task_ms": "time_on_task_ms",
     "client_time_ms": "client_time_ms",
-    "created_at": "created_at",
     "is_gold": "comparison__is_gold",
     "gold_preference": "comparison__gold_preference",
 }
 JUDGMENT_COLUMNS = list(_JUDGMENT_LOOKUPS)
 SKIP_COLUMNS = ["annotator", "skip_reason"]
+COUNT_COLUMNS = ["judgments", "n_consensus", "gold_n", "gold_correct", "non_tie", "left"]
 TABLE_COLUMNS = [
     "judgments",
-    "active_hours",
+    "hours_on_items",
     "per_hour",
     "median_time_ms",
-    "median_client_ms",
+    "time_source",
+    "median_server_ms",
+    "n_consensus",
+    "consensus_agreement",
     "gold_n",
     "gold_correct",
     "gold_accuracy",
@@ -57,7 +56,9 @@ TABLE_COLUMNS = [
     "left",
     "left_rate",
     "left_p",
-    "left_flag",
+    "flagged",
+    "flag",
+    "note",
     "skips",
     "skip_reasons",
 ]
@@ -67,11 +68,10 @@ def judgments_frame(records) -> pd.DataFrame:
     """A judgments DataFrame with the expected columns and types, from dicts or tuples."""
     frame = pd.DataFrame.from_records(list(records), columns=JUDGMENT_COLUMNS)
     frame["annotator"] = frame["annotator"].astype(object)
-    for column in ("comparison_id", "screen_preference", "preference", "time_on_task_ms"):
+    for column in ("comparison_id", "screen_preference", "preference"):
         frame[column] = pd.to_numeric(frame[column]).astype("int64")
-    for column in ("client_time_ms", "gold_preference"):
+    for column in ("time_on_task_ms", "client_time_ms", "gold_preference"):
         frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("float64")
-    frame["created_at"] = pd.to_datetime(frame["created_at"], utc=True)
     frame["is_gold"] = frame["is_gold"].astype(bool)
     return frame
 
@@ -83,56 +83,45 @@ def skips_frame(records) -> pd.DataFrame:
     return frame
 
 
-def active_hours(judgments: pd.DataFrame, gap_minutes: int = SESSION_GAP_MINUTES) -> pd.Series:
-    """Hours of active time per annotator (see the module docstring for the session rule)."""
-    if judgments.empty:
-        return pd.Series(dtype="float64", name="active_hours")
-    ordered = judgments.sort_values(["annotator", "created_at"], kind="stable")
-    gap_seconds = ordered.groupby("annotator")["created_at"].diff().dt.total_seconds()
-    limit = gap_minutes * 60
-    starts = gap_seconds.isna() | (gap_seconds > limit)
-    within = gap_seconds.where(~starts, 0.0)
-    first_item = (ordered["time_on_task_ms"] / 1000).clip(upper=limit).where(starts, 0.0)
-    seconds = (within + first_item).groupby(ordered["annotator"]).sum()
-    return (seconds / 3600).rename("active_hours")
-
-
-def gold_accuracy(judgments: pd.DataFrame) -> pd.DataFrame:
-    """Per annotator: gold votes with a known answer (gold_n), right ones, and their share."""
-    gold = judgments[judgments["is_gold"] & judgments["gold_preference"].notna()]
-    right = np.sign(gold["preference"]) == np.sign(gold["gold_preference"])
-    table = pd.DataFrame(
+def pace(judgments: pd.DataFrame) -> pd.DataFrame:
+    """Per annotator: hours spent on items (the sum of visible times) and judgments per hour
+    of them (NaN without a time); the median of the server's lease time."""
+    annotator = judgments["annotator"]
+    ms, _source = visible_time(judgments)
+    timed = ms.notna().groupby(annotator).sum()
+    hours = (ms.fillna(0) / MS_PER_HOUR).groupby(annotator).sum()
+    return pd.DataFrame(
         {
-            "gold_n": gold.groupby("annotator").size(),
-            "gold_correct": right.groupby(gold["annotator"]).sum(),
+            "hours_on_items": hours.where(timed > 0),
+            "per_hour": (timed / hours).where(hours > 0),
+            "median_server_ms": judgments["time_on_task_ms"].groupby(annotator).median(),
         }
     )
-    table["gold_accuracy"] = table["gold_correct"] / table["gold_n"]
-    return table
 
 
-def binomial_p(successes: int, trials: int) -> float:
-    """Two-sided exact binomial test against 50%; NaN without trials."""
-    if trials == 0:
-        return math.nan
-    return float(binomtest(int(successes), int(trials), 0.5).pvalue)
-
-
-def left_preference(judgments: pd.DataFrame, alpha: float = LEFT_BIAS_ALPHA) -> pd.DataFrame:
-    """Per annotator: non-tie votes, those for the left side, their share, p-value and flag."""
-    non_tie = judgments[judgments["screen_preference"] != 0]
-    table = pd.DataFrame(
+def quality(judgments: pd.DataFrame) -> pd.DataFrame:
+    """Per annotator: the agreement report's columns and flags (annotator_report), under the
+    monitoring table's names."""
+    report = annotator_report(judgments)
+    return pd.DataFrame(
         {
-            "non_tie": non_tie.groupby("annotator").size(),
-            "left": (non_tie["screen_preference"] < 0).groupby(non_tie["annotator"]).sum(),
+            "judgments": report["n"],
+            "median_time_ms": report["median_time_ms"],
+            "time_source": report["time_source"],
+            "n_consensus": report["n_consensus"],
+            "consensus_agreement": report["consensus_agreement"],
+            "gold_n": report["n_gold"],
+            "gold_correct": (report["gold_accuracy"] * report["n_gold"]).round(),
+            "gold_accuracy": report["gold_accuracy"],
+            "non_tie": report["n_non_tie"],
+            "left": (report["left_rate"] * report["n_non_tie"]).round(),
+            "left_rate": report["left_rate"],
+            "left_p": report["left_p"],
+            "flagged": report["flagged"],
+            "flag": report["flag"],
+            "note": report["note"],
         }
     )
-    table["left_rate"] = table["left"] / table["non_tie"]
-    table["left_p"] = [
-        binomial_p(k, n) for k, n in zip(table["left"], table["non_tie"], strict=True)
-    ]
-    table["left_flag"] = table["left_p"] < alpha
-    return table
 
 
 def skip_summary(skips: pd.DataFrame) -> pd.DataFrame:
@@ -150,49 +139,36 @@ def skip_summary(skips: pd.DataFrame) -> pd.DataFrame:
 
 
 def annotator_table(
-    judgments: pd.DataFrame,
-    skips: pd.DataFrame | None = None,
-    pool=(),
-    gap_minutes: int = SESSION_GAP_MINUTES,
-    alpha: float = LEFT_BIAS_ALPHA,
+    judgments: pd.DataFrame, skips: pd.DataFrame | None = None, pool=()
 ) -> pd.DataFrame:
     """One row per annotator (the pool, anyone who judged, anyone who skipped), by name."""
     skips = skips if skips is not None else skips_frame([])
     names = sorted(set(pool) | set(judgments["annotator"]) | set(skips["annotator"]), key=str)
-    grouped = judgments.groupby("annotator")
     table = pd.DataFrame(index=pd.Index(names, name="annotator", dtype=object))
-    table["judgments"] = grouped.size()
-    table["active_hours"] = active_hours(judgments, gap_minutes)
-    table["median_time_ms"] = grouped["time_on_task_ms"].median()
-    table["median_client_ms"] = grouped["client_time_ms"].median()
-    table = table.join(gold_accuracy(judgments)).join(left_preference(judgments, alpha))
-    table = table.join(skip_summary(skips))
-    for column in ("judgments", "gold_n", "gold_correct", "non_tie", "left", "skips"):
+    if len(judgments):
+        table = table.join(quality(judgments)).join(pace(judgments))
+    table = table.join(skip_summary(skips)).reindex(columns=TABLE_COLUMNS)
+    for column in (*COUNT_COLUMNS, "skips"):
         table[column] = table[column].fillna(0).astype("int64")
-    hours = table["active_hours"]
-    table["per_hour"] = (table["judgments"] / hours).where(hours > 0)
-    table["left_flag"] = table["left_flag"].astype("boolean").fillna(False).astype(bool)
+    table["flagged"] = table["flagged"].astype("boolean").fillna(False).astype(bool)
+    for column in ("flag", "note"):
+        table[column] = table[column].astype(object).fillna("")
+    table["time_source"] = table["time_source"].astype(object).fillna("none")
     table["skip_reasons"] = [r if isinstance(r, dict) else {} for r in table["skip_reasons"]]
-    return table[TABLE_COLUMNS]
+    return table
 
 
-def overall_row(
-    judgments: pd.DataFrame, skips: pd.DataFrame | None = None, alpha: float = LEFT_BIAS_ALPHA
-) -> dict:
-    """The same statistics over everyone at once (active hours summed per annotator)."""
-    per_annotator = annotator_table(judgments, skips, alpha=alpha)
+def overall_row(judgments: pd.DataFrame, skips: pd.DataFrame | None = None) -> dict:
+    """The same numbers over everyone's judgments at once (hours on items summed; the pooled
+    consensus agreement is the share of all votes that match the others'). No flags: a flag
+    is about one annotator against the pool."""
     everyone = "(all)"
     merged = annotator_table(
         judgments.assign(annotator=everyone),
         None if skips is None else skips.assign(annotator=everyone),
         pool=[everyone],
-        alpha=alpha,
     )
-    row = records(merged)[0]
-    hours = float(per_annotator["active_hours"].fillna(0).sum())
-    row["active_hours"] = hours or None
-    row["per_hour"] = row["judgments"] / hours if hours else None
-    return row
+    return records(merged)[0] | {"flagged": False, "flag": "", "note": ""}
 
 
 def records(table: pd.DataFrame) -> list[dict]:
@@ -201,7 +177,7 @@ def records(table: pd.DataFrame) -> list[dict]:
     for name, values in table.iterrows():
         row = {"annotator": name}
         for column, value in values.items():
-            if isinstance(value, dict):
+            if isinstance(value, dict | str):
                 row[column] = value
             elif pd.isna(value):
                 row[column] = None

@@ -11,7 +11,9 @@
    1–5 ratings; 2% of the comparisons are gold. Then: loading the judgments into a DataFrame,
    scoring.agreement.services.compute_report (what the Celery job runs, 1,000 draws), store_report, and
    the researcher's report page and exports served from the stored report, with the Django test
-   client: median / p95 ms over several requests and the query count.
+   client: median / p95 ms over several requests and the query count. Then the campaign page's
+   monitoring table (annotation.campaigns.annotator_monitoring: the same annotator_report on
+   the same judgments, plus pace and skips), checked to flag exactly whom the report flags.
 
 Wall time and peak memory per step. Peak memory is the process's resident high-water mark
 (VmHWM) during the step, reset before it through /proc/self/clear_refs where Linux allows (else
@@ -28,7 +30,16 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from bench._common import env_int, latency_row, log, measured, throughput_row, traced_peak_mib
+from bench._common import (
+    cpu_ms,
+    env_int,
+    latency_row,
+    loadavg,
+    log,
+    measured,
+    throughput_row,
+    traced_peak_mib,
+)
 from bench._world import imported_companions, imported_responses
 
 JUDGMENTS = env_int("BENCH_AGREEMENT_JUDGMENTS", 100_000)
@@ -381,12 +392,35 @@ def report_rows() -> list[dict]:
     fingerprint_row, state = _fingerprint_row(campaign, n)
     rows = [row, fingerprint_row, _frame_row(campaign, n)]
     compute_row, data = _compute_row(campaign, n)
-    rows += [compute_row, _store_row(campaign, data, state)]
+    rows += [compute_row, _store_row(campaign, data, state), _monitoring_row(campaign, n, data)]
     jobs_before = Job.objects.count()
     rows += _page_rows(world["researcher"], campaign, n)
     assert Job.objects.count() == jobs_before, "a request started a job: the cache missed"
     assert AgreementReport.objects.filter(campaign=campaign).count() == 1
     return rows
+
+
+def _monitoring_row(campaign, n: int, report: dict) -> dict:
+    """The campaign page's monitoring table: wall time, CPU-ms of this process, load; its flags
+    must be the agreement report's."""
+    from annotation import campaigns
+
+    load = loadavg()
+    cpu = cpu_ms()
+    row, table = measured(
+        f"campaign monitoring table ({n:,} judgments, agreement flags + pace + skips)",
+        lambda: campaigns.annotator_monitoring(campaign),
+        n,
+    )
+    spent = cpu_ms() - cpu
+    shown = {r["annotator"]: r["flag"] for r in table["rows"] if r["judgments"]}
+    expected = {r["annotator"]: r["flag"] for r in report["annotators"]}
+    assert shown == expected, "the monitoring table flags differently from the agreement report"
+    flagged = sum(bool(flag) for flag in shown.values())
+    row["cpu_ms"] = round(spent, 1)
+    row["notes"] += f"; CPU {spent:,.0f} ms; loadavg {load}; {flagged} flagged, as the report"
+    log(f"  monitoring: CPU {spent:,.0f} ms, {flagged} flagged as in the report")
+    return row
 
 
 def _fingerprint_row(campaign, n: int) -> tuple[dict, object]:
@@ -407,10 +441,11 @@ def _fingerprint_row(campaign, n: int) -> tuple[dict, object]:
 
 def _frame_row(campaign, n: int) -> dict:
     """Loading the judgments into a DataFrame, the ratings' expansion timed apart."""
+    from h2htalk.stats.agreement import labels
     from scoring.agreement import services as agreement
 
     spent = {}
-    with _timing(agreement.stats, "expand_ratings", spent):
+    with _timing(labels, "expand_ratings", spent):  # (imported by judgments_frame when called)
         row, frame = measured(
             f"agreement judgments → DataFrame ({n:,} rows, ratings expanded)",
             lambda: agreement.judgments_frame(campaign),

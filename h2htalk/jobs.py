@@ -126,7 +126,53 @@ def live_progress(job: Job) -> dict:
             values["message"] = f"{values['message']} ({note})" if values["message"] else note
     total = values["total"]
     values["percent"] = round(100 * values["done"] / total) if total else 0
+    values["outcome"] = outcome(job)
     return values
+
+
+# Upload jobs (h2htalk.uploads) whose result is an import report, and what their rows are.
+UPLOAD_KINDS = {
+    "scenario_import": ("row", "rows"),
+    "response_import": ("response", "responses"),
+    "judge_import": ("verdict", "verdicts"),
+}
+
+
+def _count(n: int, words: tuple[str, str]) -> str:
+    return f"{n:,} {words[0] if n == 1 else words[1]}"
+
+
+def outcome(job: Job) -> dict:
+    """What a job's pages say about it: `heading`, `badge` (its state in words) and `tone` (a
+    css state). An upload's preview that found errors did its work, so it is "Preview · 5
+    errors" with "nothing was imported", not "Failed"; a job that broke stays "Failed"."""
+    plain = {
+        "heading": f"Job #{job.pk} · {job.kind}",
+        "badge": job.get_state_display(),
+        "tone": job.state,
+        "upload": False,
+    }
+    report = job.result if isinstance(job.result, dict) else {}
+    if job.kind not in UPLOAD_KINDS or not job.is_finished or "rows" not in report:
+        return plain
+    errors = report.get("error_count", len(report.get("errors") or ()))
+    rows = _count(report["rows"], UPLOAD_KINDS[job.kind])
+    problems = _count(errors, ("error", "errors"))
+    if job.params.get("dry_run"):
+        if errors:
+            heading = f"Preview: {rows}, {problems} — nothing was imported"
+            return _upload(heading, f"Preview · {problems}", "preview-errors")
+        return _upload(f"Preview: {rows}, no errors — ready to import", "Preview · ready")
+    if errors:
+        heading = f"Not imported: {rows}, {problems} — nothing was written"
+        return _upload(heading, f"Not imported · {problems}", "failed")
+    if report.get("written"):
+        return _upload(f"Imported: {rows}", "Imported")
+    return plain
+
+
+def _upload(heading: str, badge: str, tone: str = "completed") -> dict:
+    return {"heading": heading, "badge": badge, "tone": tone, "upload": True}
 
 
 _attempt = threading.local()  # job id -> the attempt this thread claimed

@@ -281,30 +281,56 @@ def clean_persona(value, line: int, inline: dict) -> str:
 
 
 def clean_row(raw: dict, line: int, default_subtask: str, inline_personas: dict) -> dict:
+    """The row's cleaned fields, or FieldErrors with the problem of every field that has one
+    (a preview lists them all; within a list field, its first bad item)."""
     v = validation
-    subtask = v.clean_subtask(raw.get("subtask") or default_subtask)
-    if raw.get("dimension") not in (None, "") and raw["dimension"] != dimension_of(subtask):
-        raise v.FieldError("dimension", f"{raw['dimension']!r} does not match subtask {subtask}")
-    external_id = v.clean_text(raw.get("external_id"), "external_id").strip()
-    if len(external_id) > 100:
-        raise v.FieldError("external_id", "is longer than 100 characters")
-    state = raw.get("state") or ""
-    if state and (not isinstance(state, str) or state not in STATE_VALUES):
-        raise v.FieldError("state", f"{state!r} is not one of {Scenario.State.values}")
-    return {
-        "external_id": external_id,
+    errors: list[v.FieldError] = []
+
+    def checked(clean, *args):
+        try:
+            return clean(*args)
+        except v.FieldError as error:
+            errors.append(error)
+            return None
+
+    subtask = checked(v.clean_subtask, raw.get("subtask") or default_subtask)
+    dimension = raw.get("dimension")
+    if subtask and dimension not in (None, "") and dimension != dimension_of(subtask):
+        errors.append(v.FieldError("dimension", f"{dimension!r} does not match subtask {subtask}"))
+    row = {
+        "external_id": checked(_clean_external_id, raw.get("external_id")),
         "subtask": subtask,
-        "persona": clean_persona(raw.get("persona"), line, inline_personas),
-        "language": v.clean_language(raw.get("language")),
-        "history": v.clean_history(raw.get("history")),
-        "memory": v.clean_memory(raw.get("memory")),
-        "schedule": v.clean_schedule(raw.get("schedule")),
-        "user_message": v.clean_text(raw.get("user_message"), "user_message"),
-        "reference_response": v.clean_text(raw.get("reference_response"), "reference_response"),
-        "implicit_need": v.clean_bool(raw.get("implicit_need"), "implicit_need"),
-        "evolving_need": v.clean_bool(raw.get("evolving_need"), "evolving_need"),
-        "risk_level": v.clean_risk(raw.get("risk_level")),
-        "tags": v.clean_tags(raw.get("tags")),
-        "state": state,
-        "source": v.clean_text(raw.get("source"), "source")[:200],
+        "persona": checked(clean_persona, raw.get("persona"), line, inline_personas),
+        "language": checked(v.clean_language, raw.get("language")),
+        "history": checked(v.clean_history, raw.get("history")),
+        "memory": checked(v.clean_memory, raw.get("memory")),
+        "schedule": checked(v.clean_schedule, raw.get("schedule")),
+        "user_message": checked(v.clean_text, raw.get("user_message"), "user_message"),
+        "reference_response": checked(
+            v.clean_text, raw.get("reference_response"), "reference_response"
+        ),
+        "implicit_need": checked(v.clean_bool, raw.get("implicit_need"), "implicit_need"),
+        "evolving_need": checked(v.clean_bool, raw.get("evolving_need"), "evolving_need"),
+        "risk_level": checked(v.clean_risk, raw.get("risk_level")),
+        "tags": checked(v.clean_tags, raw.get("tags")),
+        "state": checked(_clean_state, raw.get("state")),
+        "source": checked(v.clean_text, raw.get("source"), "source"),
     }
+    if errors:
+        raise v.FieldErrors(errors)
+    row["source"] = row["source"][:200]
+    return row
+
+
+def _clean_external_id(value) -> str:
+    external_id = validation.clean_text(value, "external_id").strip()
+    if len(external_id) > 100:
+        raise validation.FieldError("external_id", "is longer than 100 characters")
+    return external_id
+
+
+def _clean_state(value) -> str:
+    state = value or ""
+    if state and (not isinstance(state, str) or state not in STATE_VALUES):
+        raise validation.FieldError("state", f"{state!r} is not one of {Scenario.State.values}")
+    return state

@@ -39,11 +39,12 @@ from scenarios.services import (
 )
 
 BATCH = 500
+MAX_ERRORS = 1000  # errors kept in the report; error_count has them all
 
 
 class ImportFailed(Exception):
     def __init__(self, report: "ScenarioImportReport"):
-        super().__init__(f"{len(report.errors)} error(s); nothing was written")
+        super().__init__(f"{report.error_count} error(s); nothing was written")
         self.report = report
 
 
@@ -66,7 +67,8 @@ class ScenarioImportReport:
     personas_created: int = 0
     back_to_review: int = 0  # approved scenarios whose content the import changes
     written: bool = False
-    errors: list[RowError] = field(default_factory=list)
+    error_count: int = 0
+    errors: list[RowError] = field(default_factory=list)  # the first MAX_ERRORS
     duplicate_lines: list[dict] = field(default_factory=list)
 
     def as_dict(self) -> dict:
@@ -74,7 +76,12 @@ class ScenarioImportReport:
 
     @property
     def ok(self) -> bool:
-        return not self.errors
+        return not self.error_count
+
+    def add_error(self, error: RowError) -> None:
+        self.error_count += 1
+        if len(self.errors) < MAX_ERRORS:
+            self.errors.append(error)
 
 
 def count_lines(stream) -> int:
@@ -115,7 +122,7 @@ def run_import(
         return report
     with transaction.atomic():
         importer.run(rows, progress)
-        if report.errors:
+        if not report.ok:
             raise ImportFailed(report)  # (rolls back what was written)
         report.written = True
     return report
@@ -136,12 +143,13 @@ def _rows(report, items: Iterable, default_subtask: str, inline: dict) -> Iterat
     for line, item in items:
         report.rows += not (report.format == "csv" and line == 1)  # (not the header)
         if isinstance(item, RowError):
-            report.errors.append(item)
+            report.add_error(item)
             continue
         try:
             yield Row(line, clean_row(item, line, default_subtask, inline))
-        except validation.FieldError as error:
-            report.errors.append(RowError(line, error.field, error.message))
+        except validation.FieldErrors as problems:
+            for error in problems.errors:
+                report.add_error(RowError(line, error.field, error.message))
 
 
 def _batches(rows: Iterator[Row]) -> Iterator[list[Row]]:
@@ -196,7 +204,7 @@ class _Import:
     def run(self, rows: Iterator[Row], progress) -> None:
         for batch in _batches(rows):
             creates, updates = self._check(batch)
-            if self.write and not self.report.errors:
+            if self.write and self.report.ok:
                 self._create(creates)
                 self._update(updates)
             if progress:
@@ -222,7 +230,7 @@ class _Import:
             key = (row.data["subtask"], row.data["external_id"])
             if key in self.keys:
                 message = f"{key[0]}/{key[1]} already appears on line {self.keys[key]}"
-                self.report.errors.append(RowError(row.line, "external_id", message))
+                self.report.add_error(RowError(row.line, "external_id", message))
                 continue
             self.keys[key] = row.line
             existing = current.get(key)
@@ -362,13 +370,13 @@ class _Import:
         for line, name in self.unresolved:
             if name not in self.personas and name not in self.inline:
                 message = f"unknown persona {name!r}: create it first"
-                self.report.errors.append(RowError(line, "persona", message))
+                self.report.add_error(RowError(line, "persona", message))
         undefined = self.inline.keys() - self.personas.keys()  # (only on lines with errors)
         if undefined:
             existing = Persona.objects.filter(name__in=undefined).values_list("name", flat=True)
             self.report.personas_created += len(undefined - set(existing))
         self.report.errors.sort(key=lambda error: error.line)
-        if self.write and not self.report.errors:
+        if self.write and self.report.ok:
             self._create(self.waiting[0])
             self._update(self.waiting[1])
 

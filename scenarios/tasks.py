@@ -42,9 +42,9 @@ def run_scenario_import(job_id: int) -> None:
     except Exception as error:
         jobs.finish(job_id, State.FAILED, jobs.failure_message(error))
         raise
-    if report.errors:
+    if not report.ok:
         state = State.FAILED
-        message = f"{len(report.errors)} error(s) in {report.rows} rows: nothing was written"
+        message = f"{report.error_count} error(s) in {report.rows} rows: nothing was written"
     elif dry_run:
         state, message = State.COMPLETED, f"{report.rows} rows checked, ready to import"
     else:

@@ -25,6 +25,14 @@ class FieldError(ValueError):
         self.message = message
 
 
+class FieldErrors(ValueError):
+    """Every FieldError of one item (a row of an import reports them all, not the first)."""
+
+    def __init__(self, errors: list[FieldError]):
+        super().__init__("; ".join(str(error) for error in errors))
+        self.errors = errors
+
+
 def clean_text(value, field: str, required: bool = False) -> str:
     if value is None:
         value = ""

@@ -609,7 +609,9 @@ PROBES = {
         data=lambda w: {}, state=lambda w: Job.objects.count()
     ),
     "campaigns:state": Probe(data=lambda w: {"action": "pause"}, state=_campaign_state),
-    "campaigns:rebuild": Probe(data=lambda w: {}, state=lambda w: Job.objects.count()),
+    "campaigns:rebuild": Probe(
+        data=lambda w: {"confirmed": "1"}, state=lambda w: Job.objects.count()
+    ),
     "campaign-transition": Probe(data=lambda w: {"action": "pause"}, state=_campaign_state),
     "campaign-rebuild": Probe(data=lambda w: {}, state=lambda w: Job.objects.count()),
     "scoring:agreement_exclusions": Probe(

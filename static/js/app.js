@@ -53,3 +53,23 @@ document.addEventListener("change", (event) => {
   document.addEventListener("toggle", later, true);
   document.addEventListener("htmx:afterSettle", later);
 })();
+
+// A destructive action's button carries data-confirm (the question): it asks with the browser's
+// dialog before posting and, confirmed, sends confirmed=1 so the server does not ask again on
+// its own page (h2htalk/confirmation.py, which asks when scripts do not run).
+document.addEventListener("submit", (event) => {
+  const button = event.submitter;
+  if (!button || !button.dataset.confirm) return;
+  if (!window.confirm(button.dataset.confirm)) {
+    event.preventDefault();
+    return;
+  }
+  const form = event.target;
+  if (!form.querySelector('input[name="confirmed"]')) {
+    const flag = document.createElement("input");
+    flag.type = "hidden";
+    flag.name = "confirmed";
+    flag.value = "1";
+    form.append(flag);
+  }
+});

@@ -2,6 +2,7 @@
 
 import csv
 import io
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -268,7 +269,7 @@ def test_rebuild_is_idempotent_and_adds_what_is_new(
     url = reverse("campaigns:rebuild", args=[campaign.pk])
     assert researcher_client.get(url).status_code == 405
     with django_capture_on_commit_callbacks(execute=True):
-        response = researcher_client.post(url)
+        response = researcher_client.post(url, {"confirmed": "1"})
     job = Job.objects.get()
     assert response["Location"] == reverse("job_detail", args=[job.pk])
     job.refresh_from_db()
@@ -279,7 +280,7 @@ def test_rebuild_is_idempotent_and_adds_what_is_new(
     for model in campaign.companions.all():
         Response.objects.create(run=run, scenario=scenario, companion=model, text="late answer")
     with django_capture_on_commit_callbacks(execute=True):
-        researcher_client.post(url)
+        researcher_client.post(url, {"confirmed": "1"})
     assert campaign.comparisons.count() == 15
     assert Job.objects.order_by("-pk").first().result["created"] == 3
 
@@ -338,7 +339,7 @@ def test_state_actions_follow_the_rules(researcher_client, researcher, raters):
     assert researcher_client.get(url).status_code == 405
 
     def act(action):
-        researcher_client.post(url, {"action": action})
+        researcher_client.post(url, {"action": action, "confirmed": "1"})
         campaign.refresh_from_db()
         return campaign.state
 
@@ -352,6 +353,118 @@ def test_state_actions_follow_the_rules(researcher_client, researcher, raters):
     page = researcher_client.get(reverse("campaigns:detail", args=[campaign.pk]))
     assert 'id="state-open"' in page.content.decode()  # reopen
     assert "Reopen" in page.content.decode()
+
+
+# Destructive actions ask first (h2htalk.confirmation).
+
+
+def confirm_form(page: str) -> dict:
+    """The fields the confirmation page posts (its hidden inputs), by name."""
+    return dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', page))
+
+
+def test_close_asks_first_and_only_a_confirmed_post_closes(researcher_client, campaign):
+    url = reverse("campaigns:state", args=[campaign.pk])
+    response = researcher_client.post(url, {"action": "close"})
+    page = response.content.decode()
+    assert response.status_code == 200 and "Are you sure? Close the campaign" in page
+    assert "an answer to an item already on someone&#x27;s screen is refused" in page
+    assert 'id="confirm-yes"' in page and 'class="danger"' in page
+    assert f'href="{reverse("campaigns:detail", args=[campaign.pk])}" id="confirm-cancel"' in page
+    campaign.refresh_from_db()
+    assert campaign.state == Campaign.State.OPEN  # nothing happened yet
+    fields = confirm_form(page)
+    assert fields["action"] == "close" and fields["confirmed"] == "1"
+    fields.pop("csrfmiddlewaretoken", None)
+    response = researcher_client.post(url, fields)
+    assert response.status_code == 302
+    campaign.refresh_from_db()
+    assert campaign.state == Campaign.State.CLOSED
+
+
+def test_the_confirmation_escapes_the_campaign_name(researcher_client, campaign):
+    Campaign.objects.filter(pk=campaign.pk).update(name='<img src=x onerror="alert(1)">')
+    url = reverse("campaigns:state", args=[campaign.pk])
+    page = researcher_client.post(url, {"action": "close"}).content.decode()
+    assert "<img src=x" not in page and "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in page
+    detail = researcher_client.get(reverse("campaigns:detail", args=[campaign.pk]))
+    assert 'data-confirm="Close the campaign &lt;img' in detail.content.decode()
+
+
+def test_pausing_does_not_ask(researcher_client, campaign):
+    researcher_client.post(reverse("campaigns:state", args=[campaign.pk]), {"action": "pause"})
+    campaign.refresh_from_db()
+    assert campaign.state == Campaign.State.PAUSED
+
+
+def test_rebuild_asks_first(researcher_client, campaign):
+    url = reverse("campaigns:rebuild", args=[campaign.pk])
+    page = researcher_client.post(url).content.decode()
+    assert "Are you sure? Rebuild the comparisons" in page and not Job.objects.exists()
+    assert researcher_client.post(url, {"confirmed": "yes"}).status_code == 200  # only "1"
+    assert not Job.objects.exists()
+    assert researcher_client.post(url, confirm_form(page)).status_code == 302
+    assert Job.objects.filter(kind="campaign_build").count() == 1
+
+
+def test_destructive_buttons_look_dangerous_and_carry_their_question(researcher_client, campaign):
+    page = researcher_client.get(reverse("campaigns:detail", args=[campaign.pk])).content.decode()
+    close = re.search(r'<button[^>]*id="state-close"[^>]*>', page).group(0)
+    assert 'class="danger"' in close and 'data-confirm="Close the campaign' in close
+    rebuild = re.search(r'<button[^>]*id="rebuild"[^>]*>', page).group(0)
+    assert "danger" in rebuild and "data-confirm=" in rebuild
+    pause = re.search(r'<button[^>]*id="state-pause"[^>]*>', page).group(0)
+    assert "danger" not in pause and "data-confirm" not in pause
+    export = re.search(r"<a[^>]*>Export CSV</a>", page).group(0)
+    assert "danger" not in export
+
+
+def test_unmarking_gold_asks_first(researcher_client, campaign):
+    comparison = campaign.comparisons.first()
+    Comparison.objects.filter(pk=comparison.pk).update(is_gold=True, gold_preference=-1)
+    url = reverse("campaigns:gold", args=[campaign.pk])
+    gold_page = researcher_client.get(url).content.decode()
+    assert 'class="small danger secondary" data-confirm="Unmark comparison' in gold_page
+    data = {"comparison": comparison.pk, "action": "unmark", "query": "subtask=dialogue_base"}
+    page = researcher_client.post(url, data).content.decode()
+    assert f"Unmark comparison {comparison.pk} as gold?" in page
+    assert f'href="{url}?subtask=dialogue_base" id="confirm-cancel"' in page
+    assert Comparison.objects.get(pk=comparison.pk).is_gold
+    researcher_client.post(url, confirm_form(page))
+    assert not Comparison.objects.get(pk=comparison.pk).is_gold
+
+
+def test_removing_annotators_on_edit_asks_first_and_keeps_every_field(
+    researcher_client, campaign, raters
+):
+    url = reverse("campaigns:edit", args=[campaign.pk])
+    staying = [rater.pk for rater in raters[1:]]
+    data = form_data(campaign, annotators=staying, description="two lines\nof text")
+    page = researcher_client.post(url, data).content.decode()
+    assert f"Remove {raters[0].username} from the annotator pool" in page
+    assert campaign.annotators.count() == len(raters)  # nothing saved yet
+    campaign.refresh_from_db()
+    assert campaign.description == ""
+    fields = re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', page)
+    assert sorted(int(v) for name, v in fields if name == "annotators") == sorted(staying)
+    confirmed = {}
+    for name, value in fields:
+        confirmed.setdefault(name, []).append(value)
+    assert researcher_client.post(url, confirmed).status_code == 302
+    campaign.refresh_from_db()
+    assert set(campaign.annotators.values_list("pk", flat=True)) == set(staying)
+    assert campaign.description == "two lines\nof text"
+    # Adding someone back asks nothing.
+    back = form_data(campaign, annotators=[rater.pk for rater in raters])
+    assert researcher_client.post(url, back).status_code == 302
+    assert campaign.annotators.count() == len(raters)
+
+
+def test_settings_count_what_they_list(researcher_client, campaign, colleague):
+    page = researcher_client.get(reverse("campaigns:detail", args=[campaign.pk])).content.decode()
+    n = campaign.annotators.count()
+    assert f"Annotator pool ({n})" in page and f"{n} in the pool" in page
+    assert f"Researchers sharing it ({campaign.members.count()})" in page
 
 
 def test_opening_needs_comparisons(researcher_client, researcher):
@@ -404,7 +517,7 @@ def test_gold_page_marks_and_unmarks_with_the_pair_keyed_answer(researcher_clien
     assert "Choose the known answer" in response.content.decode()
     assert not Comparison.objects.get(pk=other.pk).is_gold
 
-    researcher_client.post(url, {"comparison": comparison.pk, "action": "unmark"})
+    researcher_client.post(url, {"comparison": comparison.pk, "action": "unmark", "confirmed": "1"})
     comparison.refresh_from_db()
     assert (comparison.is_gold, comparison.gold_preference, comparison.gold_note) == (
         False,
@@ -612,17 +725,19 @@ def test_detail_page_shows_hand_computed_monitoring_numbers(researcher_client, c
 
     rows = {row["annotator"]: row for row in response.context["rows"]}
     r0, r1, r2 = (rows[r.username] for r in raters)
-    # rater0: one session of 6 min + 1 min on its first item = 7 min -> 4 / (7/60) = 34.3/h.
-    assert r0["per_hour"] == pytest.approx(4 * 60 / 7)
-    assert r0["median_time_ms"] == 90_000  # 60, 60, 120, 180 s
-    assert r0["median_client_ms"] == 60_000  # 50, 70 s
+    # rater0: visible times 50 (browser), 120 (lease), 70 (browser), 60 (lease) s: median
+    # 65 s from mixed clocks; 300 s on items -> 4 / (300/3600) = 48 an hour.
+    assert r0["per_hour"] == pytest.approx(48.0)
+    assert r0["median_time_ms"] == 65_000 and r0["time_source"] == "mixed"
+    assert r0["median_server_ms"] == 90_000  # 60, 60, 120, 180 s
     assert (r0["gold_correct"], r0["gold_n"]) == (1, 1)
     assert (r0["left"], r0["non_tie"]) == (2, 3) and r0["left_p"] == pytest.approx(1.0)
-    assert not r0["left_flag"]
-    # rater1: 8 min + 0.5 min -> 9 / (8.5/60) = 63.5/h; 9 of 9 left: p = 2/512 < 0.01.
-    assert r1["per_hour"] == pytest.approx(9 * 60 / 8.5)
+    assert not r0["flagged"]
+    # rater1: 9 × 30 s -> 120 an hour; 9 of 9 left: p = 2/512 < 0.01, outside 35–65%.
+    assert r1["per_hour"] == pytest.approx(120.0)
     assert (r1["gold_correct"], r1["gold_n"]) == (0, 1)
-    assert r1["left_p"] == pytest.approx(2 / 512) and r1["left_flag"]
+    assert r1["left_p"] == pytest.approx(2 / 512) and r1["flagged"]
+    assert r1["flag"].startswith("position: picks the left side in 100% of 9 non-tie votes")
     assert r2["judgments"] == 0 and r2["skips"] == 1
 
     def cells(username):
@@ -630,15 +745,15 @@ def test_detail_page_shows_hand_computed_monitoring_numbers(researcher_client, c
         return page[start : page.index("</tr>", start)]
 
     row0 = cells(raters[0].username)
-    assert '"per-hour">34.3<' in row0 and "90.0 s" in row0 and "60.0 s" in row0
+    assert '"per-hour">48.0<' in row0 and "65.0 s" in row0 and "90.0 s" in row0
     assert "100% <span" in row0 and "(1/1)" in row0 and "67%" in row0
-    assert "position bias" not in row0
+    assert "position" not in row0
     row1 = cells(raters[1].username)
-    assert '"per-hour">63.5<' in row1 and "30.0 s" in row1 and "0% <span" in row1
-    assert "100%" in row1 and "(9/9, p=0.004)" in row1 and "position bias?" in row1
+    assert '"per-hour">120.0<' in row1 and "30.0 s" in row1 and "0% <span" in row1
+    assert "100%" in row1 and "(9/9, p=0.004)" in row1 and "position: picks the left" in row1
     row2 = cells(raters[2].username)
     assert "(language 1)" in row2 and '"per-hour">—<' in row2
-    assert "over active time" in page and "gaps over 30 min" in page
+    assert "judgments over the hours spent on them" in page
 
 
 def test_detail_page_query_count_does_not_grow_with_judgments(

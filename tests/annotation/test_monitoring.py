@@ -1,28 +1,29 @@
-"""Annotator monitoring statistics on hand-made judgments, expected numbers worked out by hand."""
+"""Annotator monitoring: hand-worked numbers, a simulated 0.4 s-per-item rater flagged exactly
+as the agreement report flags it (same function, same judgments), and the database side."""
 
-import math
-from datetime import UTC, datetime, timedelta
-
+import numpy as np
 import pandas as pd
 import pytest
+from django.urls import reverse
+from django.utils import timezone
 
 from annotation import campaigns, monitoring, queue
 from annotation.models import Comparison
+from h2htalk.stats.agreement.annotators import annotator_report
+from scoring.agreement import services as agreement
 from tests.annotation import factories
+from tests.simulators import save_votes, submitted_vote
 
-T0 = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
 
-
-def vote(annotator, minute, screen, preference, time_ms=60_000, client_ms=None, gold=None):
-    """One judgment `minute` minutes after T0; gold = the comparison's known answer, if gold."""
+def vote(annotator, unit, screen, preference, time_ms=60_000, client_ms=None, gold=None):
+    """One judgment of comparison `unit`; gold = the comparison's known answer, if gold."""
     return {
         "annotator": annotator,
-        "comparison_id": 1000 + minute,
+        "comparison_id": unit,
         "screen_preference": screen,
         "preference": preference,
         "time_on_task_ms": time_ms,
         "client_time_ms": client_ms,
-        "created_at": T0 + timedelta(minutes=minute),
         "is_gold": gold is not None,
         "gold_preference": gold,
     }
@@ -32,62 +33,84 @@ def vote(annotator, minute, screen, preference, time_ms=60_000, client_ms=None, 
 def judgments():
     return monitoring.judgments_frame(
         [
-            # ann: two sessions (0, 2, 5 min) and (120, 123 min).
-            vote("ann", 0, -2, -2, 60_000, 50_000, gold=-1),  # gold A, voted A: right
+            vote("ann", 1, -2, -2, 60_000, 50_000, gold=-1),  # gold A, voted A: right
             vote("ann", 2, -1, 1, 120_000, None, gold=-1),  # gold A, voted B: wrong
-            vote("ann", 5, 0, 0, 180_000, 100_000, gold=0),  # gold tie, voted tie: right
-            vote("ann", 120, 1, -1, 60_000, 40_000),
-            vote("ann", 123, -1, -1, 180_000, None),
-            # lefty: 12 votes one minute apart, all for the left side, half of them B.
-            *[vote("lefty", 200 + i, -1, -1 if i % 2 else 1, 30_000) for i in range(12)],
+            vote("ann", 3, 0, 0, 180_000, 100_000, gold=0),  # gold tie, voted tie: right
+            vote("ann", 4, 1, -1, 60_000, 40_000),
+            vote("ann", 5, -1, -1, 180_000, None),
+            # lefty: 12 votes, all for the left side, half of them B, 30 s each.
+            *[vote("lefty", 100 + i, -1, -1 if i % 2 else 1, 30_000) for i in range(12)],
         ]
     )
 
 
-def test_active_hours_split_sessions_at_the_gap(judgments):
-    hours = monitoring.active_hours(judgments)
-    # ann: session 1 = 5 min between first and last + 1 min on its first item = 6 min;
-    # session 2 = 3 min + 1 min = 4 min; the 115-minute break does not count: 10 min.
-    assert hours["ann"] == pytest.approx(10 / 60)
-    # lefty: 11 min from first to last + 0.5 min on the first item = 11.5 min.
-    assert hours["lefty"] == pytest.approx(11.5 / 60)
+def simulated_pool(seed: int, fast_ms: int = 400, n_units: int = 60) -> pd.DataFrame:
+    """Five careful raters (20–60 s per item, 85% for the better companion B) and 'speedy',
+    who answers every item in `fast_ms` and otherwise votes like them; all rate every unit."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for unit in range(n_units):
+        for rater in ["r0", "r1", "r2", "r3", "speedy"]:
+            pick = 1 if rng.random() < 0.85 else -1
+            left_is_a = bool(rng.random() < 0.5)
+            ms = fast_ms if rater == "speedy" else int(rng.integers(20_000, 60_000))
+            screen = pick if left_is_a else -pick
+            rows.append(vote(rater, unit, screen, pick, ms + 300, ms))
+    return monitoring.judgments_frame(rows)
 
 
-def test_first_item_time_is_capped_at_one_gap():
-    frame = monitoring.judgments_frame([vote("slow", 0, 1, 1, time_ms=5 * 3600 * 1000)])
-    assert monitoring.active_hours(frame, gap_minutes=30)["slow"] == pytest.approx(0.5)
+def test_a_rater_at_0_4_s_per_item_is_flagged_as_the_agreement_report_flags_it():
+    frame = simulated_pool(seed=7)
+    rows = {row["annotator"]: row for row in monitoring.records(monitoring.annotator_table(frame))}
+    report = annotator_report(frame)
+    assert rows["speedy"]["flagged"] and rows["speedy"]["flag"].startswith(
+        "fast: median time 0.4 s"
+    )
+    assert rows["speedy"]["median_time_ms"] == 400 and rows["speedy"]["time_source"] == "client"
+    for name, expected in report.iterrows():
+        row = rows[name]
+        assert (row["flagged"], row["flag"], row["note"]) == (
+            expected["flagged"],
+            expected["flag"],
+            expected["note"],
+        )
+        assert row["median_time_ms"] == expected["median_time_ms"]
+        assert row["consensus_agreement"] == pytest.approx(expected["consensus_agreement"])
+    assert not any(rows[name]["flagged"] for name in ("r0", "r1", "r2", "r3"))
 
 
-def test_gold_accuracy_uses_the_sign_and_a_tie_gold_expects_a_tie(judgments):
-    gold = monitoring.gold_accuracy(judgments)
-    assert gold.loc["ann", "gold_n"] == 3 and gold.loc["ann", "gold_correct"] == 2
-    assert gold.loc["ann", "gold_accuracy"] == pytest.approx(2 / 3)
-    assert "lefty" not in gold.index  # no gold votes
+def test_per_hour_agrees_with_the_time_per_item():
+    frame = simulated_pool(seed=3)
+    rows = {row["annotator"]: row for row in monitoring.records(monitoring.annotator_table(frame))}
+    # speedy: 60 items of 0.4 s = 24 s on items: 60 / (24 / 3600) = 9,000 an hour.
+    assert rows["speedy"]["per_hour"] == pytest.approx(9_000)
+    for name in ("r0", "r1", "r2", "r3"):
+        mine = frame[frame["annotator"] == name]["client_time_ms"]
+        assert rows[name]["per_hour"] == pytest.approx(3_600_000 / mine.mean())
+        # Times drawn from 20–60 s: the pace is near 3,600 / median, tens an hour, not thousands.
+        assert 0.7 < rows[name]["per_hour"] * rows[name]["median_time_ms"] / 3_600_000 < 1.3
 
 
-def test_gold_without_a_known_answer_is_not_scored():
-    frame = monitoring.judgments_frame([vote("a", 0, 1, 1, gold=None) | {"is_gold": True}])
-    assert monitoring.gold_accuracy(frame).empty
+def test_flags_do_not_depend_on_names_or_row_order():
+    frame = simulated_pool(seed=11)
+    table = monitoring.annotator_table(frame)
+    renamed = frame.assign(annotator=frame["annotator"].map(lambda name: f"x-{name}"))
+    shuffled = renamed.sample(frac=1.0, random_state=1).reset_index(drop=True)
+    other = monitoring.annotator_table(shuffled)
+    other.index = pd.Index([name.removeprefix("x-") for name in other.index], dtype=object)
+    columns = ["judgments", "per_hour", "median_time_ms", "consensus_agreement", "flagged"]
+    pd.testing.assert_frame_equal(
+        table[columns], other.loc[table.index, columns], check_names=False
+    )
 
 
-def test_left_preference_rate_and_binomial_flag(judgments):
-    left = monitoring.left_preference(judgments)
-    # ann: screen votes -2, -1, 0, 1, -1 -> 4 non-tie, 3 left; P(|X-2| >= 1 | n=4) = 10/16.
-    assert (left.loc["ann", "non_tie"], left.loc["ann", "left"]) == (4, 3)
-    assert left.loc["ann", "left_rate"] == 0.75
-    assert left.loc["ann", "left_p"] == pytest.approx(0.625)
-    assert not left.loc["ann", "left_flag"]
-    # lefty: 12 of 12 left -> p = 2 / 2**12 = 0.000488 < 0.01: flagged.
-    assert left.loc["lefty", "left_rate"] == 1.0
-    assert left.loc["lefty", "left_p"] == pytest.approx(2 / 4096)
-    assert left.loc["lefty", "left_flag"]
-
-
-@pytest.mark.parametrize(("n", "flagged"), [(6, False), (10, True)])
-def test_left_flag_threshold(n, flagged):
-    # All n votes left: two-sided p = 2 / 2**n; 6 -> 0.031 (not < 0.01), 10 -> 0.00195.
-    frame = monitoring.judgments_frame([vote("x", i, -1, -1) for i in range(n)])
-    assert bool(monitoring.left_preference(frame).loc["x", "left_flag"]) is flagged
+def test_pace_counts_the_visible_time_and_falls_back_to_the_lease_time(judgments):
+    pace = monitoring.pace(judgments)
+    # ann: browser times 50, 100, 40 s; lease times 120 and 180 s where none: 490 s on items.
+    assert pace.loc["ann", "hours_on_items"] == pytest.approx(490 / 3600)
+    assert pace.loc["ann", "per_hour"] == pytest.approx(5 / (490 / 3600))
+    assert pace.loc["ann", "median_server_ms"] == 120_000  # 60, 60, 120, 180, 180 s
+    assert pace.loc["lefty", "per_hour"] == pytest.approx(120.0)  # 30 s each
 
 
 def test_skip_summary_counts_reason_codes():
@@ -111,30 +134,32 @@ def test_annotator_table_combines_everything(judgments):
     assert list(rows) == ["ann", "idle", "lefty"]
     ann = rows["ann"]
     assert ann["judgments"] == 5
-    assert ann["per_hour"] == pytest.approx(30.0)  # 5 judgments in 10 active minutes
-    # time on task 60, 120, 180, 60, 180 s -> sorted 60, 60, 120, 180, 180: median 120 s.
-    assert ann["median_time_ms"] == 120_000
-    # browser times 50, 100, 40 s (two missing) -> median 50 s.
-    assert ann["median_client_ms"] == 50_000
+    # visible times 50, 120 (lease), 100, 40, 180 (lease) s -> median 100 s, mixed clocks.
+    assert ann["median_time_ms"] == 100_000 and ann["time_source"] == "mixed"
+    assert (ann["gold_correct"], ann["gold_n"]) == (2, 3)
     assert ann["gold_accuracy"] == pytest.approx(2 / 3)
-    assert ann["left_rate"] == 0.75 and ann["left_flag"] is False
+    # screen votes -2, -1, 0, 1, -1 -> 4 non-tie, 3 left; P(|X-2| >= 1 | n=4) = 10/16.
+    assert (ann["left"], ann["non_tie"], ann["left_rate"]) == (3, 4, 0.75)
+    assert ann["left_p"] == pytest.approx(0.625)
     assert ann["skips"] == 1 and ann["skip_reasons"] == {"language": 1}
     lefty = rows["lefty"]
-    assert lefty["per_hour"] == pytest.approx(12 / (11.5 / 60))
-    assert lefty["median_client_ms"] is None and lefty["gold_accuracy"] is None
-    assert lefty["left_flag"] is True
+    # 12 of 12 left: p = 2 / 4096, far outside 35–65%: the agreement report's position flag.
+    assert lefty["left_p"] == pytest.approx(2 / 4096)
+    assert lefty["flagged"] and lefty["flag"].startswith("position: picks the left side in 100%")
+    assert lefty["gold_accuracy"] is None and lefty["time_source"] == "server"
     idle = rows["idle"]  # in the pool, never voted, skipped once
     assert idle["judgments"] == 0 and idle["per_hour"] is None and idle["left_rate"] is None
-    assert idle["skips"] == 1
+    assert idle["skips"] == 1 and not idle["flagged"] and idle["flag"] == ""
 
 
-def test_overall_row_pools_the_votes(judgments):
+def test_overall_row_pools_the_votes_without_flags(judgments):
     overall = monitoring.overall_row(judgments)
     assert overall["judgments"] == 17
     assert overall["non_tie"] == 16 and overall["left"] == 15  # 3 of ann + 12 of lefty
     assert overall["gold_n"] == 3 and overall["gold_correct"] == 2
-    # Active hours are summed per annotator: 10 + 11.5 minutes.
-    assert overall["per_hour"] == pytest.approx(17 / (21.5 / 60))
+    # Hours on items are summed: 490 s of ann + 12 × 30 s of lefty.
+    assert overall["per_hour"] == pytest.approx(17 / (850 / 3600))
+    assert not overall["flagged"] and overall["flag"] == ""
 
 
 def test_empty_campaign_gives_a_row_per_pool_member():
@@ -142,12 +167,73 @@ def test_empty_campaign_gives_a_row_per_pool_member():
     table = monitoring.annotator_table(frame, None, pool=["a", "b"])
     rows = monitoring.records(table)
     assert [r["annotator"] for r in rows] == ["a", "b"]
-    assert all(r["judgments"] == 0 and r["per_hour"] is None for r in rows)
-    assert isinstance(table, pd.DataFrame)
+    assert all(r["judgments"] == 0 and r["per_hour"] is None and not r["flagged"] for r in rows)
+    assert isinstance(table, pd.DataFrame) and list(table.columns) == monitoring.TABLE_COLUMNS
 
 
-def test_binomial_p_without_trials_is_nan():
-    assert math.isnan(monitoring.binomial_p(0, 0))
+def test_a_missing_time_leaves_the_pace_empty():
+    frame = monitoring.judgments_frame([vote("a", 1, 1, 1, None, None)])
+    row = monitoring.records(monitoring.annotator_table(frame))[0]
+    assert row["per_hour"] is None and row["hours_on_items"] is None
+    assert row["time_source"] == "none"
+
+
+# ---------------------------------------------------------------- the database side
+
+
+@pytest.fixture
+def fast_campaign(researcher, django_user_model):
+    """Four careful raters and one at 0.4 s per item on every comparison of a campaign."""
+    raters = factories.annotators(django_user_model, 4)
+    speedy = factories.annotators(django_user_model, 1, prefix="speedy")[0]
+    campaign = factories.campaign(researcher, [*raters, speedy], n_scenarios=8, overlap=5)
+    rng = np.random.default_rng(2)
+    now = timezone.now()
+    votes = []
+    for comparison in campaign.comparisons.order_by("pk"):
+        for rater in [*raters, speedy]:
+            ms = 400 if rater == speedy else int(rng.integers(20_000, 60_000))
+            pick = 1 if rng.random() < 0.85 else -1
+            left_is_a = bool(rng.random() < 0.5)
+            votes.append(
+                submitted_vote(
+                    comparison,
+                    rater,
+                    pick,
+                    now,
+                    left_is_a=left_is_a,
+                    client_time_ms=ms,
+                    time_on_task_ms=ms + 250,
+                )
+            )
+    save_votes(votes)
+    return campaign
+
+
+def test_campaign_page_api_and_agreement_report_flag_the_same_annotators(
+    researcher_client, fast_campaign
+):
+    expected = {row["annotator"]: row for row in agreement.annotator_flags(fast_campaign)}
+    assert expected["speedy0"]["flagged"] and expected["speedy0"]["flag"].startswith("fast")
+    shown = campaigns.annotator_monitoring(fast_campaign)["rows"]
+    assert {row["annotator"]: (row["flagged"], row["flag"]) for row in shown} == {
+        name: (row["flagged"], row["flag"]) for name, row in expected.items()
+    }
+    api = researcher_client.get(f"/api/campaigns/{fast_campaign.pk}/progress/").json()
+    assert {row["annotator"]: row["flag"] for row in api["annotators"]} == {
+        name: row["flag"] for name, row in expected.items()
+    }
+    assert api["pool"] == 5
+    page = researcher_client.get(reverse("campaigns:detail", args=[fast_campaign.pk]))
+    text = page.content.decode()
+    start = text.index('id="annotator-speedy0"')
+    row = text[start : text.index("</tr>", start)]
+    assert 'class="flagged"' in text[start - 40 : start + 40] and "fast: median time 0.4 s" in row
+    # 0.4 s per item is 9,000 an hour on items; the careful raters' pace matches their median.
+    assert '"per-hour">9000.0<' in row
+    for name in ("rater0", "rater1", "rater2", "rater3"):
+        mine = next(r for r in shown if r["annotator"] == name)
+        assert 60 <= mine["per_hour"] <= 180 and 20 <= mine["median_time_s"] <= 60
 
 
 def test_overview_counts_coverage_from_the_database(researcher, django_user_model):

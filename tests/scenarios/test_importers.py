@@ -337,3 +337,42 @@ def test_every_error_of_a_long_file_is_reported_in_line_order():
         run(jsonl(*rows))
     assert [(e.line, e.field) for e in failure.value.report.errors] == expected
     assert Scenario.objects.count() == 0 and Tag.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_a_row_with_three_errors_reports_all_three():
+    bad = {**GOOD, "language": "klingon", "risk_level": "extreme", "schedule": [{"time": "25:00"}]}
+    report = run(jsonl(GOOD, bad), dry_run=True)
+    assert [(e.line, e.field) for e in report.errors] == [
+        (2, "language"),
+        (2, "schedule[0].time"),
+        (2, "risk_level"),
+    ]
+    assert report.error_count == 3 and not report.ok
+    assert "'klingon' is not one of" in report.errors[0].message
+    with pytest.raises(ImportFailed) as failure:
+        run(jsonl(GOOD, bad))
+    assert failure.value.report.error_count == 3
+    assert Scenario.objects.count() == 0 and Persona.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_a_row_with_a_bad_subtask_still_reports_its_other_fields():
+    bad = {"subtask": "nope", "dimension": "dialogue", "tags": 5, "implicit_need": "maybe"}
+    report = run(jsonl(bad), dry_run=True)
+    # No dimension check without a subtask to check it against.
+    assert [e.field for e in report.errors] == ["subtask", "implicit_need", "tags"]
+
+
+@pytest.mark.django_db
+def test_errors_are_counted_past_the_cap_and_kept_up_to_it(monkeypatch):
+    from scenarios import importers
+
+    monkeypatch.setattr(importers, "MAX_ERRORS", 5)
+    rows = [
+        {**GOOD, "external_id": f"id{i}", "language": "xx", "risk_level": "?"} for i in range(4)
+    ]
+    report = run(jsonl(*rows), dry_run=True)
+    assert report.error_count == 8 and len(report.errors) == 5
+    assert [e.line for e in report.errors] == [1, 1, 2, 2, 3]
+    assert report.as_dict()["error_count"] == 8

@@ -1,4 +1,5 @@
 import json
+import re
 
 import pytest
 from django.urls import reverse
@@ -227,6 +228,59 @@ def test_import_page_shows_errors_and_writes_nothing(
     assert "unknown subtask" in page and "<td>2</td>" in page
     assert "confirm-import" not in page
     assert Scenario.objects.count() == 0
+
+
+def _preview(client, path, capture):
+    with path.open("rb") as handle, capture(execute=True):
+        response = client.post(
+            reverse("scenarios:import"),
+            {"file": handle, "format": "auto", "initial_state": "draft"},
+        )
+    return client.get(response["Location"])
+
+
+def test_a_preview_with_errors_says_so_and_lists_every_error(
+    researcher_client, tmp_path, django_capture_on_commit_callbacks
+):
+    good = {"subtask": "dialogue_base", "user_message": "hi"}
+    rows = [
+        good,
+        {**good, "language": "klingon", "risk_level": "extreme", "tags": 7},  # 3 errors
+        {**good, "implicit_need": "maybe", "state": "gone"},  # 2 errors
+    ]
+    upload = tmp_path / "three.jsonl"
+    upload.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    response = _preview(researcher_client, upload, django_capture_on_commit_callbacks)
+    page = response.content.decode()
+    heading = re.search(r'<h1 id="job-heading">(.*?)</h1>', page).group(1)
+    assert heading == "Preview: 3 rows, 5 errors — nothing was imported"
+    badge = re.search(
+        r'<strong class="state state-preview-errors" id="job-badge">(.*?)</strong>', page
+    )
+    assert badge.group(1) == "Preview · 5 errors"
+    assert "Failed" not in page and "scenario_import" not in page
+    cells = re.findall(r"<tr><td>(\d+)</td><td><code>([^<]+)</code></td>", page)
+    assert cells == [
+        ("2", "language"),
+        ("2", "risk_level"),
+        ("2", "tags"),
+        ("3", "implicit_need"),
+        ("3", "state"),
+    ]
+    assert 'id="count-errors">5<' in page and "confirm-import" not in page
+    assert Scenario.objects.count() == 0
+
+
+def test_a_long_error_list_shows_200_and_says_how_many_more(
+    researcher_client, tmp_path, django_capture_on_commit_callbacks
+):
+    upload = tmp_path / "many.jsonl"
+    upload.write_text('{"subtask": "nope"}\n' * 250, encoding="utf-8")
+    page = _preview(researcher_client, upload, django_capture_on_commit_callbacks)
+    text = page.content.decode()
+    assert "Preview: 250 rows, 250 errors — nothing was imported" in text
+    assert len(re.findall(r"<tr><td>\d+</td><td><code>subtask</code>", text)) == 200
+    assert "… and 50 more errors (250 in all" in text
 
 
 def test_oversized_upload_is_refused_with_a_message(researcher_client, settings, tmp_path):

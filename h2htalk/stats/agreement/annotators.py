@@ -91,7 +91,7 @@ def annotator_report(
       one-sided `gold_confidence` Clopper–Pearson upper bound is under the floor);
     - position: `left_p` < `position_alpha` and `left_rate` outside `position_band`;
     - fast: median visible time below `fast_ms` (the browser's client_time_ms where reported,
-      the server's lease time only as a fallback, see `_visible_time`).
+      the server's lease time only as a fallback, see `visible_time`).
 
     ``flagged`` is true only for these reasons, the ones a researcher would act on (look at the
     annotator's work, exclude their judgments). Observations that are not reasons on their own
@@ -123,7 +123,7 @@ def _annotator_table(judgments: pd.DataFrame, unit: str, min_others: int) -> pd.
     table["consensus_distance"] = consensus["distance"].groupby(annotator).mean()
     _gold_columns(table, judgments)
     _position_columns(table, judgments)
-    seconds, source = _visible_time(judgments)
+    seconds, source = visible_time(judgments)
     table["median_time_ms"] = seconds.groupby(annotator).median().astype(float)
     table["time_source"] = source.groupby(annotator).agg(_time_source)
     for column in ("n_consensus", "n_gold", "n_non_tie"):
@@ -242,7 +242,7 @@ TIME_SOURCES = {
 }
 
 
-def _visible_time(judgments: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+def visible_time(judgments: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
     """Per judgment: the time the item was on screen (client_time_ms, measured in the browser)
     where reported, else the server's lease time (time_on_task_ms, issued → submitted, which
     also counts network and any wait before the page was shown); and which one it is."""

@@ -47,9 +47,11 @@ class Command(BaseCommand):
                     report = refused.report
             for error in report.errors:
                 self.stderr.write(f"{path}: {error}")
-            if report.errors:
+            if report.error_count > len(report.errors):
+                self.stderr.write(f"{path}: … and {report.error_count - len(report.errors)} more")
+            if not report.ok:
                 failed = True
-                self.stderr.write(f"{path}: {len(report.errors)} error(s); nothing written")
+                self.stderr.write(f"{path}: {report.error_count} error(s); nothing written")
                 continue
             self.stdout.write(
                 f"{path}: {report.rows} rows ({report.format}): {report.created} new, "
