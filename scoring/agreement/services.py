@@ -176,6 +176,14 @@ def compute_report(campaign: Campaign, n_boot: int = 1000, seed: int = 0, progre
     return json_safe(report)
 
 
+def alpha_tables(data: dict) -> list[tuple[str, list[dict]]]:
+    """The page's α tables (overall, per dimension, per subtask), leaving out the rows of a
+    label nobody gave twice on one comparison (all dashes: a rating dimension no one used)."""
+    sections = [("Overall", "overall"), ("Per dimension", "by_dimension")]
+    sections.append(("Per subtask", "by_subtask"))
+    return [(title, [r for r in data[key] if r.get("n_units")]) for title, key in sections]
+
+
 def _annotators(frame: "pd.DataFrame", excluded=frozenset()) -> list[dict]:
     from h2htalk.stats.agreement.annotators import annotator_report
 
