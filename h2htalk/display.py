@@ -6,6 +6,7 @@ functions, registered as template filters without ``{% load %}`` (h2htalk/templa
 """
 
 import math
+from datetime import UTC, datetime
 from numbers import Real
 
 from annotation.models import RATING_DIMENSIONS
@@ -127,3 +128,15 @@ def generation_summary(response) -> str:
     if not parts:
         return "imported" if response.run.kind == "import" else "no generation data"
     return " · ".join(parts)
+
+
+def timestamp(value) -> str:
+    """An ISO 8601 time stored in a document as "2026-12-05 07:46 UTC" (as given when it
+    cannot be read)."""
+    try:
+        moment = datetime.fromisoformat(str(value))
+    except ValueError:
+        return str(value)
+    if moment.tzinfo is not None:
+        return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return moment.strftime("%Y-%m-%d %H:%M")

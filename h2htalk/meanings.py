@@ -120,6 +120,12 @@ MEANINGS = {
         "Below 0 = the calibration improved on the judge's own probabilities; an interval "
         "wholly below 0 = improved beyond chance.",
     ),
+    "reliability": (
+        "Reliability diagram",
+        "Per bin of predicted p (10 equal-width bins), the observed share of votes for A "
+        "against the mean p: points on the diagonal = probabilities that can be taken at "
+        "face value.",
+    ),
     "elo": (
         "Elo",
         "Strength fitted to the votes (Bradley–Terry) on a chess-like scale: 100 points more "
@@ -141,9 +147,9 @@ MEANINGS = {
         "training data.",
     ),
     "fold_sizes": (
-        "Train, test",
-        "Comparisons the fold's model was fitted on and comparisons it was scored on (scenarios "
-        "never in both).",
+        "Train, test, test scenarios",
+        "Comparisons the fold's model was fitted on, comparisons it was scored on, and the "
+        "scenarios of those (a scenario is never on both sides).",
     ),
     "regularisation_c": (
         "C",

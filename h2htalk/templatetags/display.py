@@ -21,6 +21,7 @@ register.filter("duration_ms", display.duration_ms)
 register.filter("percent", display.percent)
 register.filter("share_of", display.share_of)
 register.filter("generation", display.generation_summary)
+register.filter("timestamp", display.timestamp)
 
 
 @register.simple_tag
