@@ -154,7 +154,7 @@ def test_agreement_page_names_labels_and_gives_shares_with_their_base(client_of,
     assert "Fluency rating" not in text  # given once: no comparison to agree on, no empty row
     assert "All comparisons" in text and "Companion Dialogue" in text and "Dialogue · base" in text
     assert re.search(r"pick different winners on \d+ of 81 comparisons \(\d+(\.\d)?%\)", text)
-    assert re.search(r"\d+ of \d+ \(\d+%\) \(p=", text)  # left-preference rate with its base
+    assert re.search(r"\d+ of \d+ \(\d+%\) · p=", text)  # left-preference rate with its base
     assert re.search(r"Median time.*\d+\.\d s", text)
 
 
