@@ -153,6 +153,8 @@ def test_agreement_page_names_labels_and_gives_shares_with_their_base(client_of,
     assert "Empathy rating" in text
     assert "Fluency rating" not in text  # given once: no comparison to agree on, no empty row
     assert "All comparisons" in text and "Companion Dialogue" in text and "Dialogue · base" in text
+    in_order = [text.index(f"{s.label} 5-point") for s in Subtask]
+    assert in_order == sorted(in_order)  # subtasks in the benchmark's order, not by code
     assert re.search(r"pick different winners on \d+ of 81 comparisons \(\d+(\.\d)?%\)", text)
     assert re.search(r"\d+ of \d+ \(\d+%\) · p=", text)  # left-preference rate with its base
     assert re.search(r"Median time.*\d+\.\d s", text)
