@@ -46,6 +46,12 @@ def group_name(code: str) -> str:
     return SUBTASK_NAMES.get(code) or DIMENSION_NAMES.get(code) or code
 
 
+def scenario_name(scenario) -> str:
+    """A scenario as pages name it: "demo-001 · Dialogue · base" (its str() keeps the codes)."""
+    subtask = SUBTASK_NAMES.get(scenario.subtask, scenario.subtask)
+    return f"{scenario.external_id or scenario.pk} · {subtask}"
+
+
 def importance_name(value) -> str:
     """Memory importance 0 / 1 / 2 as how long the memory matters."""
     return MEMORY_IMPORTANCE.get(value, MISSING if value is None else str(value))

@@ -10,7 +10,7 @@ from annotation.models import RATING_DIMENSIONS
 from h2htalk import display
 from h2htalk.meanings import MEANINGS, meaning_rows
 from h2htalk.stats.agreement.labels import LABEL_LEVELS
-from scenarios.models import CompanionModel, GenerationRun, Response
+from scenarios.models import CompanionModel, GenerationRun, Response, Scenario
 from scenarios.taxonomy import MEMORY_IMPORTANCE, Dimension, Subtask
 from tests.scenarios import factories
 
@@ -85,6 +85,13 @@ def test_groups_are_named_as_the_taxonomy_names_them():
     for dimension, label in Dimension.choices:
         assert display.group_name(dimension) == label
     assert display.group_name("overall") == "All comparisons"
+
+
+def test_a_scenario_is_named_by_its_id_and_subtask_name():
+    scenario = Scenario(pk=7, subtask="itinerary_middle", external_id="demo-014")
+    assert display.scenario_name(scenario) == "demo-014 · Itinerary · up to 5 timed items"
+    scenario.external_id = ""
+    assert display.scenario_name(scenario) == "7 · Itinerary · up to 5 timed items"
 
 
 def test_memory_importance_in_words():

@@ -112,6 +112,8 @@ def pages(campaign_pk):
         "scenario": reverse("scenarios:detail", args=[scenario.pk]),
         "responses": reverse("companions:responses") + f"?scenario={scenario.pk}",
         "response list": reverse("companions:responses"),
+        "history": reverse("scenarios:history", args=[scenario.pk]),
+        "gold": reverse("campaigns:gold", args=[campaign.pk]),
     }
 
 
@@ -127,6 +129,8 @@ def pages(campaign_pk):
         "scenario",
         "responses",
         "response list",
+        "history",
+        "gold",
     ],
 )
 def test_no_internal_code_or_raw_unit_on_the_page(client_of, demo, page):
