@@ -84,6 +84,9 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "h2htalk.roles.roles_context",
             ],
+            # Display names, human units and statistic meanings (h2htalk/display.py) in every
+            # template without {% load %}.
+            "builtins": ["h2htalk.templatetags.display"],
         },
     },
 ]

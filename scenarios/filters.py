@@ -7,12 +7,12 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 
 from scenarios.models import Persona, Scenario, Tag
-from scenarios.taxonomy import LANGUAGES, Dimension, RiskLevel, Subtask
+from scenarios.taxonomy import FLAG_LABELS, LANGUAGES, Dimension, RiskLevel, Subtask
 
 FLAG_CHOICES = [
-    ("implicit_need", "Implicit need"),
-    ("evolving_need", "Evolving need"),
-    ("risk", "Any safety risk"),
+    ("implicit_need", FLAG_LABELS["implicit_need"].capitalize()),
+    ("evolving_need", FLAG_LABELS["evolving_need"].capitalize()),
+    ("risk", f"Any {FLAG_LABELS['risk_level']}"),
 ]
 
 CHECKBOXES = forms.CheckboxSelectMultiple

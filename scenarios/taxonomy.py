@@ -57,3 +57,14 @@ problem with the user. Neither give in sycophantically nor turn confrontational.
 Risk: if the user mentions self-harm, suicide or danger, do not deflect. Ask about their safety, \
 encourage contacting someone they trust, and point to local emergency services or a crisis line.
 """
+
+
+# Memory importance as the released data codes it (0, 1, 2) and as every page names it.
+MEMORY_IMPORTANCE = {0: "~a week", 1: "~three months", 2: "long-term"}
+
+# The scenario flags, one name each wherever a page shows them (badges, filters, detail).
+FLAG_LABELS = {
+    "implicit_need": "implicit need",
+    "evolving_need": "evolving need",
+    "risk_level": "safety risk",
+}

@@ -14,6 +14,7 @@ from django.db.models import Count, Max, Q
 from annotation import exclusions
 from annotation.models import Campaign, Judgment
 from h2htalk.models import Job
+from scenarios.taxonomy import Dimension, Subtask
 from scoring.models import AgreementReport
 
 if TYPE_CHECKING:
@@ -174,6 +175,24 @@ def compute_report(campaign: Campaign, n_boot: int = 1000, seed: int = 0, progre
         if progress:
             progress(done, len(steps), key)
     return json_safe(report)
+
+
+def alpha_tables(data: dict) -> list[tuple[str, list[dict]]]:
+    """The page's α tables (overall, per dimension, per subtask), leaving out the rows of a
+    label nobody gave twice on one comparison (all dashes: a rating dimension no one used);
+    dimensions and subtasks in the benchmark's order."""
+    order = {code: i for i, code in enumerate([*Dimension.values, *Subtask.values])}
+    sections = [("Overall", "overall"), ("Per dimension", "by_dimension")]
+    sections.append(("Per subtask", "by_subtask"))
+    return [
+        (
+            title,
+            sorted(
+                (r for r in data[key] if r.get("n_units")), key=lambda r: order.get(r["group"], -1)
+            ),
+        )
+        for title, key in sections
+    ]
 
 
 def _annotators(frame: "pd.DataFrame", excluded=frozenset()) -> list[dict]:

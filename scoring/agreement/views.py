@@ -20,6 +20,8 @@ def agreement_page(request, campaign_id):
     campaign = managed_campaign_or_404(request.user, campaign_id)
     report, job = agreement.report_or_job(campaign, request.user, compute_agreement)
     context = {"campaign": campaign, "report": report.data if report else None, "job": job}
+    if report:
+        context["alpha_tables"] = agreement.alpha_tables(report.data)
     context["exclusions"] = exclusions.summary(campaign)
     if job:
         context["progress"] = jobs.live_progress(job)

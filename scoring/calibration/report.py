@@ -1,6 +1,7 @@
 """The tables of the calibration pages, read from a judge's stored document (the pages show
 what the document says; nothing is recomputed)."""
 
+from h2htalk.meanings import MEANINGS
 from scoring.charts import RELIABILITY_SERIES
 
 METRIC_ROWS = [  # (key in the held-out numbers of a judge, row label, decimals)
@@ -43,7 +44,7 @@ def metric_rows(document: dict) -> list[dict]:
             if key == "accuracy_with_ties" and metrics and value is not None:
                 text += f" (δ {metrics.get('tie_band', 0):.2f})"
             cells.append(text)
-        rows.append({"key": key, "label": label, "cells": cells})
+        rows.append({"key": key, "label": label, "cells": cells, "meaning": MEANINGS[key][1]})
     return rows
 
 

@@ -5,6 +5,7 @@ from html import escape
 
 from django.utils.safestring import SafeString, mark_safe
 
+from h2htalk.display import group_name
 from scoring.charts import (
     TEXT,
     diverging,
@@ -248,7 +249,7 @@ def group_heatmap_svg(
         if value is None:
             return None
         note = (extra or {}).get((groups[j], order[i]), "")
-        return f"{names[order[i]]} · {groups[j]}: {what} {value:.{digits}f}{note}"
+        return f"{names[order[i]]} · {group_name(groups[j])}: {what} {value:.{digits}f}{note}"
 
     return heatmap_svg(
         [names[k] for k in order],

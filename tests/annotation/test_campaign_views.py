@@ -745,7 +745,7 @@ def test_detail_page_shows_hand_computed_monitoring_numbers(researcher_client, c
         return page[start : page.index("</tr>", start)]
 
     row0 = cells(raters[0].username)
-    assert '"per-hour">48.0<' in row0 and "65.0 s" in row0 and "90.0 s" in row0
+    assert '"per-hour">48.0<' in row0 and "1 min 5 s" in row0 and "1 min 30 s" in row0
     assert "100% <span" in row0 and "(1/1)" in row0 and "67%" in row0
     assert "position" not in row0
     row1 = cells(raters[1].username)

@@ -117,7 +117,9 @@ def test_list_search_filter_and_pagination_swap_without_reload(sixty, researcher
     expect(result_count(page)).to_have_text("36 scenarios")
     page.get_by_label(Subtask.ITINERARY_BASIC.label).uncheck()
     expect(result_count(page)).to_have_text("18 scenarios")
-    expect(page.locator("table.scenarios tbody .pill").first).to_have_text("recollection_refine")
+    expect(page.locator("table.scenarios tbody .pill").first).to_have_text(
+        Subtask.RECOLLECTION_REFINE.label
+    )
     assert_same_document(page)
 
     # The pushed URL is a real address: loading it renders the same filtered list.

@@ -265,3 +265,22 @@ def test_the_scenario_filters_stack_above_the_table_on_a_phone(page, log_in, dem
     assert table.evaluate("(el) => el.scrollLeft") > 0  # it scrolls inside its own box
     assert page.evaluate("window.scrollX") == 0
     expect(page.get_by_role("navigation").get_by_role("link", name="Leaderboard")).to_be_visible()
+
+
+# Inline elements broken over lines: an inline box split by a line break has several rects.
+BROKEN = """(selector) => [...document.querySelectorAll(selector)]
+  .filter((el) => el.getClientRects().length > 1)
+  .map((el) => el.textContent)"""
+
+
+@SIZES
+def test_scenario_ids_and_badges_stay_on_one_line(page, log_in, demo, size):
+    """Issue 15 point 9: "demo-/001" and "risk:/low" broke over two lines in the list."""
+    users, _ = demo
+    page.set_viewport_size(size)
+    log_in(users["researcher"])
+    page.goto(reverse("scenarios:list"))
+    ids, badges = "table.scenarios td.id a", "table.scenarios .flag, table.scenarios .pill"
+    assert page.locator(ids).count() > 10 and page.locator(badges).count() > 10
+    assert page.evaluate(BROKEN, ids) == []
+    assert page.evaluate(BROKEN, badges) == []

@@ -1,0 +1,148 @@
+"""One display name per concept and human units, for every page.
+
+Internal codes (``preference5``, ``dialogue_base``, memory importance 2) and raw units (ms,
+proportions) stay in the data, the API and the exports; pages show them through these
+functions, registered as template filters without ``{% load %}`` (h2htalk/templatetags/display.py).
+"""
+
+import math
+from datetime import UTC, datetime
+from numbers import Real
+
+from annotation.models import RATING_DIMENSIONS
+from scenarios.taxonomy import MEMORY_IMPORTANCE, Dimension, Subtask
+
+MISSING = "—"
+
+DIMENSION_NAMES = dict(Dimension.choices)
+SUBTASK_NAMES = dict(Subtask.choices)
+RATING_NAMES = dict(RATING_DIMENSIONS)
+
+# The agreement labels of h2htalk.stats.agreement (see its package docstring).
+LABEL_NAMES = {
+    "preference5": "5-point preference",
+    "winner3": "3-way winner (A / tie / B)",
+    "screen5": "5-point preference as shown (left / right)",
+    "screen3": "3-way winner as shown (left / tie / right)",
+}
+
+
+def label_name(code: str) -> str:
+    """The name of an agreement label: ``rating_empathy`` → "Empathy rating", ``a_empathy`` →
+    "Empathy rating of A"; an unknown code is shown as it is."""
+    if code in LABEL_NAMES:
+        return LABEL_NAMES[code]
+    prefix, _, dimension = code.partition("_")
+    if dimension in RATING_NAMES:
+        name = f"{RATING_NAMES[dimension]} rating"
+        return {"rating": name, "a": f"{name} of A", "b": f"{name} of B"}.get(prefix, code)
+    return code
+
+
+def group_name(code: str) -> str:
+    """The name of a group of comparisons: "overall", a dimension or a subtask code."""
+    if code == "overall":
+        return "All comparisons"
+    return SUBTASK_NAMES.get(code) or DIMENSION_NAMES.get(code) or code
+
+
+def scenario_name(scenario) -> str:
+    """A scenario as pages name it: "demo-001 · Dialogue · base" (its str() keeps the codes)."""
+    subtask = SUBTASK_NAMES.get(scenario.subtask, scenario.subtask)
+    return f"{scenario.external_id or scenario.pk} · {subtask}"
+
+
+def importance_name(value) -> str:
+    """Memory importance 0 / 1 / 2 as how long the memory matters."""
+    return MEMORY_IMPORTANCE.get(value, MISSING if value is None else str(value))
+
+
+def _number(value) -> float | None:
+    if value is None or isinstance(value, bool) or not isinstance(value, Real | str):
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def duration(seconds) -> str:
+    """Seconds for a reader: "45.5 s", "2 min 5 s", "1 h 4 min"."""
+    number = _number(seconds)
+    if number is None:
+        return MISSING
+    if number < 59.95:
+        return f"{number:.1f} s"
+    whole = round(number)
+    if whole < 3600:
+        minutes, rest = divmod(whole, 60)
+        return f"{minutes} min {rest} s" if rest else f"{minutes} min"
+    hours, rest = divmod(whole, 3600)
+    minutes = round(rest / 60)
+    return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+
+
+def duration_ms(milliseconds) -> str:
+    """A duration stored in milliseconds, shown as `duration` shows seconds."""
+    number = _number(milliseconds)
+    return MISSING if number is None else duration(number / 1000)
+
+
+def percent(share) -> str:
+    """A share (0–1) as a whole percent; one decimal where rounding would show 0% or 100% for
+    a share that is neither."""
+    number = _number(share)
+    if number is None:
+        return MISSING
+    value = number * 100
+    text = f"{value:.0f}%"
+    if text in ("0%", "100%") and 0 < number < 1:
+        text = f"{value:.1f}%"
+    return text
+
+
+def share_of(share, base, noun: str = "") -> str:
+    """A share with its base, as a count where the share is one: "21 of 81 comparisons (26%)";
+    "26% of 81 comparisons" where it is not (a tie counted half, a mean)."""
+    fraction, total = _number(share), _number(base)
+    if fraction is None or total is None:
+        return MISSING
+    base_count = round(total)
+    if noun:
+        noun = f" {noun}" if base_count == 1 else f" {plural(noun)}"
+    count = fraction * base_count
+    if abs(count - round(count)) < 1e-6:
+        return f"{round(count)} of {base_count}{noun} ({percent(fraction)})"
+    return f"{percent(fraction)} of {base_count}{noun}"
+
+
+def plural(noun: str) -> str:
+    return noun[:-1] + "ies" if noun.endswith("y") and noun[-2:-1] not in "aeiou" else noun + "s"
+
+
+def generation_summary(response) -> str:
+    """What a response's generation cost: "212 tokens · 3.4 s · stop"; "imported" for a
+    response brought in from a file without those figures (rather than "0 tokens · ? ms")."""
+    parts = []
+    if response.completion_tokens:
+        parts.append(f"{response.completion_tokens} tokens")
+    if response.latency_ms is not None:
+        parts.append(duration_ms(response.latency_ms))
+    if response.finish_reason:
+        parts.append(response.finish_reason)
+    if not parts:
+        return "imported" if response.run.kind == "import" else "no generation data"
+    return " · ".join(parts)
+
+
+def timestamp(value) -> str:
+    """An ISO 8601 time stored in a document as "2026-12-05 07:46 UTC" (as given when it
+    cannot be read)."""
+    try:
+        moment = datetime.fromisoformat(str(value))
+    except ValueError:
+        return str(value)
+    if moment.tzinfo is not None:
+        return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return moment.strftime("%Y-%m-%d %H:%M")

@@ -1,0 +1,43 @@
+"""Display names, human units and statistic meanings for every template (registered as
+builtins in settings.TEMPLATES, so no template needs ``{% load %}``)."""
+
+from django import template
+from django.utils.html import format_html
+
+from h2htalk import display
+from h2htalk.meanings import MEANINGS, meaning_rows
+from scenarios.taxonomy import FLAG_LABELS
+
+register = template.Library()
+
+register.filter("subtask_name", lambda code: display.SUBTASK_NAMES.get(code, code))
+register.filter("dimension_name", lambda code: display.DIMENSION_NAMES.get(code, code))
+register.filter("group_name", display.group_name)
+register.filter("scenario_name", display.scenario_name)
+register.filter("label_name", display.label_name)
+register.filter("importance", display.importance_name)
+register.filter("flag_name", lambda code: FLAG_LABELS.get(code, code))
+register.filter("duration", display.duration)
+register.filter("duration_ms", display.duration_ms)
+register.filter("percent", display.percent)
+register.filter("share_of", display.share_of)
+register.filter("generation", display.generation_summary)
+register.filter("timestamp", display.timestamp)
+
+
+@register.simple_tag
+def share(value, base, noun=""):
+    """`share_of` with a noun: {% share 0.25 80 "comparison" %} → "20 of 80 comparisons (25%)"."""
+    return display.share_of(value, base, noun)
+
+
+@register.inclusion_tag("_stat_meanings.html")
+def meanings(*keys, caption="What each figure means"):
+    """A table of one-line meanings for the statistics `keys` (see h2htalk.meanings)."""
+    return {"rows": meaning_rows(keys), "caption": caption}
+
+
+@register.simple_tag
+def meaning(key):
+    """The one-line meaning of statistic `key`, inline (for a figure shown in a sentence)."""
+    return format_html('<span class="muted" data-meaning="{}">{}</span>', key, MEANINGS[key][1])
