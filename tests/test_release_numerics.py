@@ -110,3 +110,19 @@ def test_json_safe_equals_the_element_by_element_conversion():
     expected = _json_safe_by_element(value)
     assert converted == expected
     assert repr(converted) == repr(expected)  # types too: -0.0 → 0.0, NaN → None, bool stays
+
+
+def test_rank_correlation_equals_scipy_spearman_with_ties():
+    from scipy.stats import rankdata, spearmanr
+
+    rng = np.random.default_rng(8)
+    for size in (3, 7, 50):
+        x = np.round(rng.normal(0, 1, size), 1)  # ties
+        y = np.round(x + rng.normal(0, 1, size), 0)
+        assert np.array_equal(lb.average_ranks(x), rankdata(x))
+        expected = spearmanr(x, y).statistic
+        assert abs(lb.rank_correlation(x, y) - expected) < 1e-12
+        order = rng.permutation(size)  # the order of the pairs does not matter
+        assert abs(lb.rank_correlation(x[order], y[order]) - expected) < 1e-12
+    assert lb.rank_correlation([1, 2, np.nan, 3], [3, 2, 1, 0]) == pytest.approx(-1.0)
+    assert lb.rank_correlation([1, 1, 1], [1, 2, 3]) is None

@@ -28,8 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from scipy import sparse
-from scipy.special import expit
-from scipy.stats import spearmanr
+from scipy.special import expit, ndtri
 
 from . import LEVEL, N_BOOT, ppi
 from . import bradley_terry as bt
@@ -410,12 +409,26 @@ def anchor_win_rate(y, f_labelled, f_all, level: float = LEVEL) -> dict:
 
 
 def rank_correlation(x, y) -> float | None:
-    """Spearman's ρ of two score vectors (None for fewer than three finite pairs or no spread)."""
+    """Spearman's ρ of two score vectors (None for fewer than three finite pairs or no spread):
+    the Pearson correlation of their average ranks (scipy.stats.spearmanr, without loading
+    scipy.stats in a release's computation)."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     keep = np.isfinite(x) & np.isfinite(y)
     if keep.sum() < 3 or np.ptp(x[keep]) == 0 or np.ptp(y[keep]) == 0:
         return None
-    return float(spearmanr(x[keep], y[keep]).statistic)
+    return float(np.corrcoef(average_ranks(x[keep]), average_ranks(y[keep]))[1, 0])
+
+
+def average_ranks(values: np.ndarray) -> np.ndarray:
+    """Ranks 1…n, tied values sharing the mean of their ranks (scipy.stats.rankdata)."""
+    order = np.argsort(values, kind="mergesort")
+    ordered = values[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    ends = np.r_[starts[1:], len(values)]
+    group = np.cumsum(np.r_[True, ordered[1:] != ordered[:-1]]) - 1
+    ranks = np.empty(len(values))
+    ranks[order] = 0.5 * (starts + 1 + ends)[group]
+    return ranks
 
 
 def mean_interval(values, level: float = LEVEL) -> dict:
@@ -427,9 +440,7 @@ def mean_interval(values, level: float = LEVEL) -> dict:
     mean = float(values.mean())
     if len(values) < 2:
         return {"mean": mean, "low": None, "high": None, "n": 1, "level": level}
-    from scipy.stats import norm
-
-    half = float(norm.ppf(0.5 + level / 2) * values.std(ddof=1) / math.sqrt(len(values)))
+    half = float(ndtri(0.5 + level / 2) * values.std(ddof=1) / math.sqrt(len(values)))
     return json_safe(
         {"mean": mean, "low": mean - half, "high": mean + half, "n": len(values), "level": level}
     )
