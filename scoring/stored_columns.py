@@ -56,6 +56,14 @@ def _sorted_ids(response_ids) -> list[int]:
     return sorted(int(pk) for pk in response_ids)
 
 
+def _finite_numbers(values: list) -> list[float]:
+    """finite_number of each value, the common cases (a finite float, an int) without a call."""
+    return [
+        v if type(v) is float and v - v == 0.0 else float(v) if type(v) is int else finite_number(v)
+        for v in values
+    ]
+
+
 # ---------------------------------------------------------------- metrics
 
 
@@ -109,6 +117,12 @@ def _read_metrics(ordered: list[int], digest: bool, with_columns: bool) -> Metri
         .iterator(chunk_size=CHUNK)
     )
     terms = paper_term_keys()
+    keys = list(
+        dict.fromkeys([*FEATURE_NUMBERS, "length_chars", *(k for pair in terms for k in pair)])
+    )
+    paper_at = [(term, keys.index(term), keys.index(alias)) for term, alias in terms]
+    features_at = [keys.index(name) for name in FEATURE_NUMBERS]
+    chars_at = keys.index("length_chars")
     size = len(ordered) if with_columns else 0
     ids: list[int] = []
     paper_table = np.empty((size, len(terms)))
@@ -125,11 +139,15 @@ def _read_metrics(ordered: list[int], digest: bool, with_columns: bool) -> Metri
         if not (found and with_columns) or (ids and ids[-1] == pk):
             continue
         values = stored[1]
+        number = _finite_numbers([values.get(key) for key in keys])
         row = len(ids)
-        paper_table[row] = [finite_number(values.get(t, values.get(alias))) for t, alias in terms]
-        chars = finite_number(values.get("length_chars"))
+        # A term stored under its alias only: values.get(term, values.get(alias)).
+        paper_table[row] = [
+            number[i] if i == j or term in values else number[j] for term, i, j in paper_at
+        ]
+        chars = number[chars_at]
         features[row] = [
-            *(finite_number(values.get(name)) for name in FEATURE_NUMBERS),
+            *(number[i] for i in features_at),
             math.log1p(chars) if not math.isnan(chars) else math.nan,
         ]
         ids.append(pk)
@@ -185,7 +203,8 @@ def _read_verdicts(config, ordered: list[int], digest: bool, with_rows: bool) ->
     def keep(response, parse, values) -> None:
         if with_rows and response in ids and parse in USABLE:
             responses.append(response)
-            scores.append([finite_number((values or {}).get(d)) for d in RUBRIC_DIMENSIONS])
+            values = values or {}
+            scores.append(_finite_numbers([values.get(d) for d in RUBRIC_DIMENSIONS]))
 
     if digest:  # every verdict of the config (also pairwise ones) in id order
         rows = (
