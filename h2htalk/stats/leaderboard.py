@@ -146,7 +146,9 @@ def fit_batch(
     bradley_terry.fit itself. Returns B × n log-strengths of mean 0.
 
     The gradient and the Hessian are computed over the n(n − 1)/2 pairs (i < j), not the
-    n × n matrix: p_ji = 1 − p_ij and the Hessian's off-diagonal is symmetric."""
+    n × n matrix: p_ji = 1 − p_ij and the Hessian's off-diagonal is symmetric. (The sums over
+    pairs are matrix products: callers that need the last bits to repeat limit BLAS to one
+    thread, as releases.computing does.)"""
     wins = np.asarray(wins, dtype=float)
     size, n, _ = wins.shape
     low, high = np.triu_indices(n, 1)
@@ -154,6 +156,12 @@ def fit_batch(
     flat = wins.reshape(size, n * n)
     won = flat[:, upper]  # B × pairs: wins of the low model of each pair
     games = won + flat[:, lower]
+    # Pair k's incidence: +1 for its low model, −1 for its high one. Products with it replace
+    # gathers and scatters: θ_low − θ_high per pair, and per model the sums over its pairs.
+    incidence = np.zeros((len(low), n))
+    incidence[np.arange(len(low)), low] = 1.0
+    incidence[np.arange(len(low)), high] = -1.0
+    touches = np.abs(incidence)
     theta = np.tile(np.asarray(start, dtype=float), (size, 1))
     active = np.arange(size)
     for _ in range(max_iter):
@@ -161,20 +169,16 @@ def fit_batch(
             break
         t = theta[active]
         w, g = (won, games) if len(active) == size else (won[active], games[active])
-        batch = len(active)
-        offsets = (np.arange(batch) * n)[:, None]
-        p = expit(t[:, low] - t[:, high])
+        p = expit(t @ incidence.T)  # exact: each entry is θ_low − θ_high rounded once
         weight = g * p
         residual = w - weight  # observed − expected wins of the low model, per pair
         weight *= 1 - p  # g·p·(1 − p)
-        gradient = _pair_sums(residual, offsets + low, offsets + high, batch * n, -1.0)
-        gradient = gradient.reshape(batch, n) - 2 * ridge * t
-        diagonal = _pair_sums(weight, offsets + low, offsets + high, batch * n, 1.0)
-        hessian = np.zeros((batch, n * n))
+        gradient = residual @ incidence - 2 * ridge * t
+        hessian = np.zeros((len(active), n * n))
         hessian[:, upper] = -weight
         hessian[:, lower] = -weight
-        hessian[:, :: n + 1] = diagonal.reshape(batch, n) + 2 * ridge
-        step = np.linalg.solve(hessian.reshape(batch, n, n), gradient[:, :, None])[:, :, 0]
+        hessian[:, :: n + 1] = weight @ touches + 2 * ridge
+        step = np.linalg.solve(hessian.reshape(-1, n, n), gradient[:, :, None])[:, :, 0]
         largest = np.abs(step).max(axis=1)
         damping = np.minimum(1.0, MAX_STEP / np.maximum(largest, 1e-300))
         theta[active] = t + damping[:, None] * step
@@ -183,14 +187,6 @@ def fit_batch(
     for k in active:  # not converged (e.g. a model that won every draw): the careful fit
         theta[k] = bt.fit(wins[k], ridge=ridge)
     return theta - theta.mean(axis=1, keepdims=True)
-
-
-def _pair_sums(values, first, second, length, sign) -> np.ndarray:
-    """Per model (flat over the batch): Σ values over its pairs as the low model plus sign ×
-    Σ over its pairs as the high model."""
-    out = np.bincount(first.ravel(), weights=values.ravel(), minlength=length)
-    other = np.bincount(second.ravel(), weights=values.ravel(), minlength=length)
-    return out + other if sign > 0 else out - other
 
 
 def vote_strengths(
