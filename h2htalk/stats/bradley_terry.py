@@ -9,8 +9,7 @@ Chatbot Arena's FastChat) instead of resampling rows.
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import expit, log_expit
-from scipy.stats import norm
+from scipy.special import expit, log_expit, ndtr  # ndtr: the normal cdf (scipy.stats.norm.cdf)
 
 ELO_SCALE = 400 / np.log(10)
 ELO_BASE = 1000.0
@@ -138,4 +137,4 @@ def order_uncertainty(theta: np.ndarray, cov: np.ndarray) -> np.ndarray:
     diag = np.diag(cov)
     variance = diag[:, None] + diag[None, :] - 2 * cov
     sd = np.sqrt(np.clip(variance, 1e-12, None))
-    return norm.cdf(-np.abs(theta[:, None] - theta[None, :]) / sd)
+    return ndtr(-np.abs(theta[:, None] - theta[None, :]) / sd)

@@ -28,8 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from scipy import sparse
-from scipy.special import expit
-from scipy.stats import spearmanr
+from scipy.special import expit, ndtri
 
 from . import LEVEL, N_BOOT, ppi
 from . import bradley_terry as bt
@@ -83,17 +82,25 @@ def derived_seed(seed: int, name: str) -> int:
 
 
 def significance(draws: np.ndarray, level: float = LEVEL):
-    """(p_better, significant, diff_low, diff_high, rank) from n_boot × n bootstrap draws."""
-    n = draws.shape[1]
+    """(p_better, significant, diff_low, diff_high, rank) from n_boot × n bootstrap draws.
+
+    Only the pairs i < j are computed (row by row: n_boot × (n − i − 1) at a time, not
+    n_boot × n × n); the rest mirrors them: elo_j − elo_i = −(elo_i − elo_j) exactly, so its
+    interval is the negated interval and P(j > i) counts the draws where i < j."""
+    n_boot, n = draws.shape
     tail = (1 - level) / 2
-    p_better = np.zeros((n, n))
+    p_better = np.full((n, n), 0.5)
     diff_low = np.zeros((n, n))
     diff_high = np.zeros((n, n))
-    for i in range(n):  # row by row: n_boot × n at a time, not n_boot × n × n
-        diff = draws[:, [i]] - draws
-        p_better[i] = (diff > 0).mean(axis=0) + 0.5 * (diff == 0).mean(axis=0)
-        diff_low[i], diff_high[i] = np.quantile(diff, [tail, 1 - tail], axis=0)
-    np.fill_diagonal(p_better, 0.5)
+    for i in range(n - 1):
+        diff = draws[:, [i]] - draws[:, i + 1 :]
+        above, equal = (diff > 0).sum(axis=0), (diff == 0).sum(axis=0)
+        below = n_boot - above - equal
+        p_better[i, i + 1 :] = above / n_boot + 0.5 * (equal / n_boot)
+        p_better[i + 1 :, i] = below / n_boot + 0.5 * (equal / n_boot)
+        low, high = np.quantile(diff, [tail, 1 - tail], axis=0)
+        diff_low[i, i + 1 :], diff_high[i, i + 1 :] = low, high
+        diff_low[i + 1 :, i], diff_high[i + 1 :, i] = -high, -low
     significant = np.where(diff_low > 0, 1, np.where(diff_high < 0, -1, 0))
     np.fill_diagonal(significant, 0)
     rank = 1 + (significant == -1).sum(axis=1)  # models j with elo_j − elo_i excluding 0 above
@@ -127,39 +134,56 @@ def fit_batch(
     wins: np.ndarray,
     start: np.ndarray,
     ridge: float = 1e-4,
-    tol: float = 1e-10,
+    tol: float = 1e-6,
     max_iter: int = 60,
 ) -> np.ndarray:
     """bradley_terry.fit for a batch of win matrices (B × n × n) at once, warm-started at
     `start` (the point estimate): Newton steps with batched solves, each step's largest
     change capped at MAX_STEP (a trust region: bootstrap optima are near the start, far only
-    when a draw separates a model), until every step is below `tol`; a draw that has not
-    converged by then is fitted by bradley_terry.fit itself. Returns B × n log-strengths of
-    mean 0."""
+    when a draw separates a model), until every step (its mean removed: the mean of θ does not
+    change the likelihood) is below `tol`; Newton converges quadratically, so θ is then within
+    about tol² of the optimum. A draw that has not converged by then is fitted by
+    bradley_terry.fit itself. Returns B × n log-strengths of mean 0.
+
+    The gradient and the Hessian are computed over the n(n − 1)/2 pairs (i < j), not the
+    n × n matrix: p_ji = 1 − p_ij and the Hessian's off-diagonal is symmetric. (The sums over
+    pairs are matrix products: callers that need the last bits to repeat limit BLAS to one
+    thread, as releases.computing does.)"""
     wins = np.asarray(wins, dtype=float)
     size, n, _ = wins.shape
-    games = wins + wins.transpose(0, 2, 1)
+    low, high = np.triu_indices(n, 1)
+    upper, lower = low * n + high, high * n + low  # flat positions of (i, j) and (j, i)
+    flat = wins.reshape(size, n * n)
+    won = flat[:, upper]  # B × pairs: wins of the low model of each pair
+    games = won + flat[:, lower]
+    # Pair k's incidence: +1 for its low model, −1 for its high one. Products with it replace
+    # gathers and scatters: θ_low − θ_high per pair, and per model the sums over its pairs.
+    incidence = np.zeros((len(low), n))
+    incidence[np.arange(len(low)), low] = 1.0
+    incidence[np.arange(len(low)), high] = -1.0
+    touches = np.abs(incidence)
     theta = np.tile(np.asarray(start, dtype=float), (size, 1))
     active = np.arange(size)
     for _ in range(max_iter):
         if not len(active):
             break
         t = theta[active]
-        w, g = (wins, games) if len(active) == size else (wins[active], games[active])
-        # In place where it can be (the same arithmetic, fewer B × n × n temporaries).
-        p = expit(t[:, :, None] - t[:, None, :])
+        w, g = (won, games) if len(active) == size else (won[active], games[active])
+        p = expit(t @ incidence.T)  # exact: each entry is θ_low − θ_high rounded once
         weight = g * p
-        scratch = w - weight
-        gradient = scratch.sum(axis=2) - 2 * ridge * t
-        weight *= np.subtract(1, p, out=scratch)  # g·p·(1 − p)
-        diagonal = weight.sum(axis=2) + 2 * ridge
-        hessian = np.negative(weight, out=weight)
-        hessian.reshape(len(active), n * n)[:, :: n + 1] = diagonal  # a view of the diagonals
-        step = np.linalg.solve(hessian, gradient[:, :, None])[:, :, 0]
+        residual = w - weight  # observed − expected wins of the low model, per pair
+        weight *= 1 - p  # g·p·(1 − p)
+        gradient = residual @ incidence - 2 * ridge * t
+        hessian = np.zeros((len(active), n * n))
+        hessian[:, upper] = -weight
+        hessian[:, lower] = -weight
+        hessian[:, :: n + 1] = weight @ touches + 2 * ridge
+        step = np.linalg.solve(hessian.reshape(-1, n, n), gradient[:, :, None])[:, :, 0]
         largest = np.abs(step).max(axis=1)
         damping = np.minimum(1.0, MAX_STEP / np.maximum(largest, 1e-300))
         theta[active] = t + damping[:, None] * step
-        active = active[largest > tol]
+        moved = np.abs(step - step.mean(axis=1, keepdims=True)).max(axis=1)
+        active = active[(moved > tol) | (damping < 1.0)]
     for k in active:  # not converged (e.g. a model that won every draw): the careful fit
         theta[k] = bt.fit(wins[k], ridge=ridge)
     return theta - theta.mean(axis=1, keepdims=True)
@@ -381,12 +405,26 @@ def anchor_win_rate(y, f_labelled, f_all, level: float = LEVEL) -> dict:
 
 
 def rank_correlation(x, y) -> float | None:
-    """Spearman's ρ of two score vectors (None for fewer than three finite pairs or no spread)."""
+    """Spearman's ρ of two score vectors (None for fewer than three finite pairs or no spread):
+    the Pearson correlation of their average ranks (scipy.stats.spearmanr, without loading
+    scipy.stats in a release's computation)."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     keep = np.isfinite(x) & np.isfinite(y)
     if keep.sum() < 3 or np.ptp(x[keep]) == 0 or np.ptp(y[keep]) == 0:
         return None
-    return float(spearmanr(x[keep], y[keep]).statistic)
+    return float(np.corrcoef(average_ranks(x[keep]), average_ranks(y[keep]))[1, 0])
+
+
+def average_ranks(values: np.ndarray) -> np.ndarray:
+    """Ranks 1…n, tied values sharing the mean of their ranks (scipy.stats.rankdata)."""
+    order = np.argsort(values, kind="mergesort")
+    ordered = values[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    ends = np.r_[starts[1:], len(values)]
+    group = np.cumsum(np.r_[True, ordered[1:] != ordered[:-1]]) - 1
+    ranks = np.empty(len(values))
+    ranks[order] = 0.5 * (starts + 1 + ends)[group]
+    return ranks
 
 
 def mean_interval(values, level: float = LEVEL) -> dict:
@@ -398,9 +436,7 @@ def mean_interval(values, level: float = LEVEL) -> dict:
     mean = float(values.mean())
     if len(values) < 2:
         return {"mean": mean, "low": None, "high": None, "n": 1, "level": level}
-    from scipy.stats import norm
-
-    half = float(norm.ppf(0.5 + level / 2) * values.std(ddof=1) / math.sqrt(len(values)))
+    half = float(ndtri(0.5 + level / 2) * values.std(ddof=1) / math.sqrt(len(values)))
     return json_safe(
         {"mean": mean, "low": mean - half, "high": mean + half, "n": len(values), "level": level}
     )
@@ -411,13 +447,16 @@ def mean_interval(values, level: float = LEVEL) -> dict:
 
 def json_safe(value):
     """Plain JSON values: numpy → Python, NaN/inf → None, −0.0 → 0.0 (PostgreSQL's jsonb has
-    no negative zero, and stored numbers must read back exactly as computed)."""
+    no negative zero, and stored numbers must read back exactly as computed).
+
+    A release's results hold hundreds of thousands of numbers: arrays are converted whole
+    (_array) and plain floats in lists are handled in place, not by a call each."""
     if isinstance(value, dict):
         return {str(k): json_safe(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [json_safe(v) for v in value]
+        return _json_safe_list(value)
     if isinstance(value, np.ndarray):
-        return [json_safe(v) for v in value.tolist()]
+        return _json_safe_array(value)
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, bool) or value is None or isinstance(value, int | str):
@@ -425,3 +464,28 @@ def json_safe(value):
     if isinstance(value, float):
         return value + 0.0 if math.isfinite(value) else None
     return value
+
+
+def _json_safe_list(values) -> list:
+    out = []
+    for v in values:
+        kind = type(v)
+        if kind is float:  # exactly float: numpy's float64 (a subclass) goes through .item()
+            out.append(v + 0.0 if math.isfinite(v) else None)
+        elif v is None or kind is int or kind is str or kind is bool:
+            out.append(v)
+        else:
+            out.append(json_safe(v))
+    return out
+
+
+def _json_safe_array(array: np.ndarray) -> list:
+    if array.dtype.kind != "f":
+        if array.dtype.kind in "biu":
+            return array.tolist()  # Python bools and ints
+        return _json_safe_list(array.tolist())
+    finite = np.isfinite(array)
+    converted = (array + 0.0).astype(object)  # Python floats, −0.0 made 0.0
+    if not finite.all():
+        converted[~finite] = None
+    return converted.tolist()

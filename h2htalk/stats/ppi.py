@@ -11,7 +11,7 @@ own default interval is 90% (alpha=0.1); here the default is 95% and every resul
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import norm
+from scipy.special import ndtri  # the normal quantile (scipy.stats.norm.ppf, without scipy.stats)
 
 
 @dataclass
@@ -48,7 +48,7 @@ def ppi_mean(y, f_labelled, f_unlabelled, level: float = 0.95, tune: bool = True
     rectifier = y - lam * f
     estimate = lam * f_all.mean() + rectifier.mean()
     variance = lam**2 * f_all.var(ddof=1) / len(f_all) + rectifier.var(ddof=1) / len(y)
-    half = norm.ppf(0.5 + level / 2) * np.sqrt(variance)
+    half = ndtri(0.5 + level / 2) * np.sqrt(variance)
     return Estimate(
         float(estimate),
         float(estimate - half),
@@ -64,7 +64,7 @@ def ppi_mean(y, f_labelled, f_unlabelled, level: float = 0.95, tune: bool = True
 def classical_mean(y, level: float = 0.95) -> Estimate:
     """Humans only: the mean of the labels with a normal-approximation interval."""
     y = np.asarray(y, float)
-    half = norm.ppf(0.5 + level / 2) * y.std(ddof=1) / np.sqrt(len(y))
+    half = ndtri(0.5 + level / 2) * y.std(ddof=1) / np.sqrt(len(y))
     mean = float(y.mean())
     return Estimate(mean, mean - half, mean + half, level, 0.0, len(y), 0, "humans only")
 
@@ -72,6 +72,6 @@ def classical_mean(y, level: float = 0.95) -> Estimate:
 def naive_mean(f_unlabelled, level: float = 0.95) -> Estimate:
     """The judge alone: precise, but biased by whatever the judge gets wrong."""
     f = np.asarray(f_unlabelled, float)
-    half = norm.ppf(0.5 + level / 2) * f.std(ddof=1) / np.sqrt(len(f))
+    half = ndtri(0.5 + level / 2) * f.std(ddof=1) / np.sqrt(len(f))
     mean = float(f.mean())
     return Estimate(mean, mean - half, mean + half, level, 1.0, 0, len(f), "judge only")

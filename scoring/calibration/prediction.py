@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
-from h2htalk.stats.calibration.model import linear_decision
+from h2htalk.stats.calibration.decision import linear_decision
 from scoring.calibration.document import DocumentError
 from scoring.metrics import features as feature_data
 from scoring.models import JudgeConfig

@@ -21,7 +21,6 @@ response of the table (scoring.metrics.composite.composite_columns), so one reno
 all rows.
 """
 
-import itertools
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from scipy.special import expit
 from annotation import exclusions
 from annotation.models import Campaign, Comparison, Judgment
 from h2htalk.stats.calibration.data import votes_frame
+from scoring import stored_columns
 from scoring.frames import finite_number, id_subquery
 from scoring.metrics import composite as paper
 from scoring.metrics.catalogue import (
@@ -44,37 +44,26 @@ from scoring.metrics.catalogue import (
     check_features,
     default_features,
 )
-from scoring.models import JudgeConfig, JudgeVerdict, MetricScore
+from scoring.models import JudgeConfig, JudgeVerdict
 
-USABLE = (JudgeVerdict.Parse.STRICT, JudgeVerdict.Parse.FALLBACK)
+USABLE = stored_columns.USABLE
 
 
 # ---------------------------------------------------------------- per response
 
 
 def metric_table(response_ids) -> pd.DataFrame:
-    """Stored metrics per response (index: response id); responses without metrics are absent.
-    Besides the features: ``bertscore`` (a composite term only) and the encoder names of the
-    model terms (``embedding_backend``, ``bertscore_backend``: text, None when absent)."""
-    wanted = set(response_ids)
-    rows = MetricScore.objects.filter(response_id__in=id_subquery(wanted))
-    numeric = (*METRIC_FEATURES, "bertscore")
-    provenance = list(paper.PROVENANCE.values())
-    ids, names = [], [[] for _ in provenance]
-    table = np.empty((len(wanted), len(numeric) + 1))
-    for response_id, values in rows.values_list("response_id", "values").iterator(5000):
-        chars = finite_number(values.get("length_chars"))
-        table[len(ids)] = [
-            *(finite_number(values.get(name)) for name in numeric),
-            math.log1p(chars) if not math.isnan(chars) else math.nan,
-        ]
-        ids.append(response_id)
-        for column, key in zip(names, provenance, strict=True):
-            column.append(values.get(key))
-    index = pd.Index(ids, name="response")
-    frame = pd.DataFrame(table[: len(ids)], index=index, columns=[*numeric, "log_length"])
-    for column, key in zip(names, provenance, strict=True):
-        frame[key] = pd.Series(column, index=index, dtype=object)
+    """Stored metrics per response (index: response id, sorted); responses without metrics are
+    absent. Besides the features: ``bertscore`` (a composite term only) and the encoder names of
+    the model terms (``embedding_backend``, ``bertscore_backend``: text, None when absent).
+    Read by scoring.stored_columns (once per release computation)."""
+    columns = stored_columns.metric_columns(response_ids)
+    rows = columns.rows(sorted(set(int(pk) for pk in response_ids)))
+    index = pd.Index(columns.ids[rows], name="response")
+    names = [*stored_columns.FEATURE_NUMBERS, "log_length"]
+    frame = pd.DataFrame(columns.features[rows], index=index, columns=names)
+    for key, values in columns.encoders.items():
+        frame[key] = pd.Series([values[r] for r in rows.tolist()], index=index, dtype=object)
     return frame
 
 
@@ -97,25 +86,45 @@ def _rubric_means(verdicts) -> list[float] | None:
 
 def rubric_table(judge: JudgeConfig, response_ids) -> pd.DataFrame:
     """Mean 1–10 score per dimension (judge_<dim>) and judge_mean per response graded by the
-    judge (single mode); responses without a usable verdict are absent. Verdicts are read in
-    order of response, then id, and averaged one response at a time."""
-    wanted = set(response_ids)
-    verdicts = (
-        JudgeVerdict.objects.filter(
-            run__judge=judge, response_id__in=id_subquery(wanted), parse__in=USABLE
-        )
-        .order_by("response_id", "pk")
-        .values_list("response_id", "scores")
-    )
-    ids, table = [], np.empty((len(wanted), len(RUBRIC_FEATURES) + 1))
-    rows = itertools.groupby(verdicts.iterator(5000), key=lambda row: row[0])
-    for response_id, group in rows:
-        record = _rubric_means([scores for _, scores in group])
-        if record is not None:
-            table[len(ids)] = record
-            ids.append(response_id)
+    judge (single mode); responses without a usable verdict are absent (index sorted). Each
+    response's verdicts are averaged in verdict id order (read by scoring.stored_columns)."""
+    verdicts = stored_columns.verdict_rows(judge, response_ids)
+    wanted = np.asarray(sorted(set(int(pk) for pk in response_ids)), dtype=np.int64)
+    mine = np.isin(verdicts.response, wanted)
+    order = np.argsort(verdicts.response[mine], kind="stable")  # by response, then verdict id
+    response, scores = verdicts.response[mine][order], verdicts.scores[mine][order]
     columns = [*RUBRIC_FEATURES, "judge_mean"]
-    return pd.DataFrame(table[: len(ids)], index=pd.Index(ids, name="response"), columns=columns)
+    if not len(response):
+        return pd.DataFrame(columns=columns, index=pd.Index([], name="response"), dtype=float)
+    starts = np.flatnonzero(np.r_[True, response[1:] != response[:-1]])
+    sizes = np.diff(np.r_[starts, len(response)])
+    single = sizes == 1
+    table = np.full((len(starts), len(columns)), np.nan)
+    table[single] = _single_verdict_means(scores[starts[single]])
+    for k in np.flatnonzero(~single):  # several verdicts of one response: averaged in order
+        group = scores[starts[k] : starts[k] + sizes[k]]
+        record = _rubric_means([dict(zip(RUBRIC_DIMENSIONS, row, strict=True)) for row in group])
+        if record is not None:
+            table[k] = record
+    keep = ~np.isnan(table[:, -1])
+    return pd.DataFrame(
+        table[keep], index=pd.Index(response[starts][keep], name="response"), columns=columns
+    )
+
+
+def _single_verdict_means(scores: np.ndarray) -> np.ndarray:
+    """_rubric_means of responses with one verdict each, for all of them at once: a dimension's
+    mean is its score (NaN outside 1–10), judge_mean the mean of the scored dimensions added
+    left to right as sum() does (NaN when none is scored)."""
+    valid = (scores >= 1) & (scores <= 10)  # NaN compares False
+    record = np.where(valid, scores, np.nan)
+    total = np.zeros(len(scores))
+    for column in range(scores.shape[1]):
+        total = total + np.where(valid[:, column], record[:, column], 0.0)
+    count = valid.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(count > 0, total / count, np.nan)
+    return np.column_stack([record, mean])
 
 
 def pairwise_shares(judge: JudgeConfig, pairs) -> dict[tuple[int, int], tuple[float, int]]:

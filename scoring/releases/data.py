@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from scoring.frames import finite_number, id_subquery
+from scoring import stored_columns
 from scoring.metrics import composite as paper
-from scoring.models import MetricScore, Release
+from scoring.models import Release
 from scoring.releases.errors import ReleaseError
 from scoring.releases.freezing import (
     FLAG_COLUMNS,
@@ -162,23 +162,15 @@ def votes_frame(inputs: dict) -> pd.DataFrame:
 
 
 def _paper_terms(response_ids) -> tuple[dict[int, int], np.ndarray, dict[str, list]]:
-    """The paper's composite terms stored for these responses, read straight into an array (no
-    JSON kept): ({response id: row}, rows × terms (NaN: not stored), {encoder key: the encoder
-    name of each row})."""
-    terms = [(term, _alias(term)) for term in paper.PAPER_WEIGHTS]
-    rows = (
-        MetricScore.objects.filter(response_id__in=id_subquery(response_ids))
-        .values_list("response_id", "values")
-        .iterator(chunk_size=5000)
-    )
-    found, table = {}, np.empty((len(response_ids), len(terms)))
-    encoders = {key: [] for key in paper.PROVENANCE.values()}
-    for pk, values in rows:
-        table[len(found)] = [finite_number(values.get(t, values.get(alias))) for t, alias in terms]
-        found[pk] = len(found)
-        for key, names in encoders.items():
-            names.append(values.get(key))
-    return found, table[: len(found)], encoders
+    """The paper's composite terms stored for these responses (scoring.stored_columns, read
+    once per computation): ({response id: row}, rows × terms (NaN: not stored), {encoder key:
+    the encoder name of each row})."""
+    columns = stored_columns.metric_columns(response_ids)
+    rows = columns.rows(response_ids)
+    found = {pk: k for k, pk in enumerate(columns.ids[rows].tolist())}
+    listed = rows.tolist()
+    encoders = {key: [names[r] for r in listed] for key, names in columns.encoders.items()}
+    return found, columns.paper[rows], encoders
 
 
 def composite_frame(inputs: dict) -> tuple[pd.DataFrame, str]:
@@ -216,10 +208,6 @@ def composite_frame(inputs: dict) -> tuple[pd.DataFrame, str]:
     result = paper.composite_columns(columns)
     reps["composite"] = np.asarray(result.score, dtype=float)
     return reps, result.note + note_extra
-
-
-def _alias(term: str) -> str:
-    return {v: k for k, v in paper.ALIASES.items()}.get(term, term)
 
 
 def reliability_of(document: dict) -> dict | None:

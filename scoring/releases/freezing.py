@@ -28,7 +28,6 @@ A release freezes, in `Release.inputs` (schema INPUTS_SCHEMA), ids and content h
 The fingerprint is the sha256 of the canonical JSON of all that (keys sorted, no spaces, UTF-8).
 """
 
-import hashlib
 from collections import defaultdict
 
 from annotation.models import AnnotatorExclusion, Comparison, Judgment
@@ -37,7 +36,7 @@ from h2htalk.provenance import canonical, sha256_text
 from scenarios.models import CompanionModel, Response, Scenario
 from scenarios.services import last_content_change
 from scoring.frames import id_subquery
-from scoring.models import CalibratedJudge, JudgeVerdict, MetricScore
+from scoring.models import CalibratedJudge
 from scoring.releases.errors import ReleaseError
 
 INPUTS_SCHEMA = "h2htalk.release-inputs/2"
@@ -104,21 +103,10 @@ def text_hashes(response_ids) -> dict[int, tuple[int, int, str]]:
 
 def metrics_digest(response_ids) -> str:
     """sha256 over "id<TAB>canonical values" lines of the stored metrics ("-" when none), the
-    rows streamed in id order beside the sorted ids (no parsed values kept)."""
-    rows = (
-        MetricScore.objects.filter(response_id__in=id_subquery(response_ids))
-        .order_by("response_id")
-        .values_list("response_id", "values")
-        .iterator(chunk_size=5000)
-    )
-    digest = hashlib.sha256()
-    stored = next(rows, None)
-    for pk in sorted(response_ids):
-        while stored is not None and stored[0] < pk:
-            stored = next(rows, None)
-        line = canonical(stored[1]) if stored is not None and stored[0] == pk else "-"
-        digest.update(f"{pk}\t{line}\n".encode())
-    return digest.hexdigest()
+    rows streamed in id order beside the sorted ids (scoring.stored_columns)."""
+    from scoring import stored_columns  # numpy: not when the pages import this module
+
+    return stored_columns.metric_columns(response_ids, digest=True).digest
 
 
 def _judge_config(document):
@@ -136,24 +124,9 @@ def verdicts_digest(document, response_ids) -> str | None:
     config = _judge_config(document)
     if config is None:
         return None
-    ids = set(response_ids)
-    digest = hashlib.sha256()
-    rows = (
-        JudgeVerdict.objects.filter(run__judge=config)
-        .values_list(
-            "pk", "response_id", "first_id", "second_id", "sample", "parse", "winner", "scores"
-        )
-        .order_by("pk")
-    )
-    for pk, response, first, second, sample, parse, winner, scores in rows.iterator(
-        chunk_size=5000
-    ):
-        if response in ids or (first in ids and second in ids):
-            digest.update(
-                f"{pk}\t{response}\t{first}\t{second}\t{sample}\t{parse}\t{winner}\t"
-                f"{canonical(scores or {})}\n".encode()
-            )
-    return digest.hexdigest()
+    from scoring import stored_columns
+
+    return stored_columns.verdict_rows(config, response_ids, digest=True).digest
 
 
 def judge_entry(judge: CalibratedJudge | None, response_ids) -> dict | None:

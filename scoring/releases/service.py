@@ -135,14 +135,18 @@ def _fail(release: Release, message: str) -> None:
 
 def results_for(release: Release, progress=None) -> dict:
     """Verify the frozen inputs against the database, then compute the numbers (numpy, pandas
-    and scipy load here: the pages import this module)."""
+    and scipy load here: the pages import this module). The stored metrics and verdicts are
+    read once for both (scoring.stored_columns)."""
+    from scoring import stored_columns
     from scoring.releases.computing import compute_results
     from scoring.releases.data import load_data
 
-    problems = verify(release)
-    if problems:
-        raise InputsChanged(problems)
-    return compute_results(load_data(release, progress))
+    with stored_columns.reading_once():  # verifying hashes the rows load_data then uses
+        problems = verify(release)
+        if problems:
+            raise InputsChanged(problems)
+        data = load_data(release, progress)
+    return compute_results(data)
 
 
 def compute(release: Release, progress=None) -> ReleaseResult:

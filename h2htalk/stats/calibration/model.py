@@ -10,6 +10,7 @@ from sklearn.linear_model import LogisticRegression
 
 from . import splits
 from .data import soft_target
+from .decision import linear_decision  # also imported from here by the fitting code
 from .metrics import vote_log_loss, vote_outcomes
 
 C_GRID = tuple(float(c) for c in np.logspace(-3, 3, 7))
@@ -36,17 +37,6 @@ class Model:
     def raw_weights(self) -> np.ndarray:
         """Weights per unit of the unstandardised difference (w / scale)."""
         return self.weights / self.scale
-
-
-def linear_decision(X, mean, scale, weights, intercept) -> np.ndarray:
-    """intercept + Σ_k w_k (X_k − mean_k) / scale_k, summed feature by feature in order (the
-    same arithmetic for one pair or many, so exported judges score identically everywhere)."""
-    X = np.asarray(X, dtype=float)
-    X = np.where(np.isnan(X), 0.0, X)
-    z = np.full(X.shape[0], float(intercept))
-    for k in range(X.shape[1]):
-        z = z + float(weights[k]) * ((X[:, k] - float(mean[k])) / float(scale[k]))
-    return z
 
 
 def fit_scaling(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
