@@ -95,6 +95,15 @@ DATABASES = {
         conn_health_checks=True,  # a kept connection is checked first: survives a DB restart
     )
 }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # The rating cycle's hand-written statements (`h2htalk.rows.bound_cursor`) are prepared
+    # after this many runs on a connection, then parsed and planned once per connection; 0 turns
+    # it off (needed behind a transaction-pooling pgbouncer). JIT off: it compiles whenever a
+    # plan's estimate is large (a million judgments), tens of ms for statements that take one.
+    threshold = int(os.environ.get("DB_PREPARE_THRESHOLD", "2"))
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {"prepare_threshold": threshold or None, "options": "-c jit=off"}
+    )
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets the web process read while a job writes; a timeout instead of "database is locked".
     # IMMEDIATE: a transaction takes the write lock when it begins, so concurrent read-then-write
