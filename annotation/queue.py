@@ -11,7 +11,6 @@ import random
 import secrets
 import time
 from dataclasses import dataclass
-from datetime import timedelta
 
 from django.db import transaction
 from django.db.models import (
@@ -32,7 +31,7 @@ from scenarios.models import Revision, Scenario
 from scenarios.services import CONTENT_FIELDS
 
 from .blinding import ITEM_RELATED
-from .candidates import SHUFFLE_KEY_BITS, locked_batch
+from .candidates import SHUFFLE_KEY_BITS, claim, locked_batch
 from .models import RATING_DIMENSIONS, Assignment, Campaign, Comparison, Judgment
 from .pairing import adaptive_top_up
 from .progress import count_hand_out, count_judgment
@@ -144,19 +143,6 @@ def open_item_flag(user) -> dict:
     return {"has_open_item": Exists(_open_items(user, OuterRef("pk")))}
 
 
-def _live_lease_counts(comparison_ids, now) -> dict[int, int]:
-    rows = (
-        Assignment.objects.filter(
-            comparison_id__in=comparison_ids,
-            state=Assignment.State.OPEN,
-            lease_expires_at__gt=now,
-        )
-        .values("comparison_id")
-        .annotate(n=Count("pk"))
-    )
-    return {row["comparison_id"]: row["n"] for row in rows}
-
-
 def _any_free(user, campaign: Campaign, gold: bool, passed_over: list[int], now) -> bool:
     """Whether any candidate `candidates.locked_batch` would look at has a free slot, counting
     live leases (no locks taken)."""
@@ -196,8 +182,8 @@ def _take(user, campaign: Campaign, gold: bool, now) -> Assignment | None:
 
     Candidates come in index order without counting leases in SQL, which would cost a subquery
     per comparison of the campaign. Once the rows are locked, their judgment counts are current,
-    and the live leases are counted by a new statement, which sees every assignment committed by
-    whoever held a row before us.
+    and `candidates.claim` counts the live leases in a new statement, which sees every
+    assignment committed by whoever held a row before us.
     """
     start = secrets.randbits(SHUFFLE_KEY_BITS)
     passed_over: list[int] = []
@@ -209,23 +195,12 @@ def _take(user, campaign: Campaign, gold: bool, now) -> Assignment | None:
                 return None
             time.sleep(0.005 * (attempt + 1))
             continue
-        leases = {} if gold else _live_lease_counts([c.pk for c in batch], now)
-        chosen = next(
-            (c for c in batch if gold or c.judgment_count + leases.get(c.pk, 0) < campaign.overlap),
-            None,
-        )
-        if chosen is not None:
-            break
+        assignment = claim(user, campaign, batch, now)
+        if assignment is not None:
+            count_hand_out(campaign, assignment.comparison)
+            return assignment
         passed_over.extend(c.pk for c in batch)
-    else:
-        return None
-    count_hand_out(campaign, chosen)
-    return Assignment.objects.create(
-        comparison=chosen,
-        annotator=user,
-        left_is_a=random.random() < 0.5,
-        lease_expires_at=now + timedelta(minutes=campaign.lease_minutes),
-    )
+    return None
 
 
 def next_assignment(user, campaign: Campaign) -> Assignment | None:
