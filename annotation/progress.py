@@ -17,16 +17,13 @@ sending a scenario back to review needs no recount:
 from dataclasses import dataclass
 
 from django.db.models import (
-    Case,
     Count,
-    F,
     IntegerField,
     OuterRef,
     Subquery,
     Sum,
     TextField,
     Value,
-    When,
 )
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce
@@ -169,24 +166,11 @@ def count_hand_out(campaign: Campaign, comparison: Comparison) -> None:
     _add(campaign, handed=0 if comparison.is_gold else 1)
 
 
-def count_judgment(campaign: Campaign, annotator, comparison: Comparison) -> None:
-    """The queue stored a judgment of `annotator` on `comparison` (locked, its count read
-    before this judgment). The first one makes the annotator's row (INSERT … ON CONFLICT DO
-    NOTHING: a concurrent first judgment of theirs cannot fail on it)."""
+def count_judgment(campaign: Campaign, comparison: Comparison) -> None:
+    """The queue stored a judgment of the user on `comparison` (locked, its count read before
+    this judgment; `recording.store` counted it in their tally): the counts read with the
+    campaign follow."""
     fills = comparison.judgment_count + 1 == campaign.overlap
-    mine = AnnotatorTally.objects.filter(campaign=campaign, annotator=annotator)
-    day = timezone.localdate()
-    change = {
-        "judged": F("judged") + 1,
-        "filled": F("filled") + int(fills),
-        "today": Case(When(day=day, then=F("today") + 1), default=Value(1)),
-        "day": Value(day),
-    }
-    if not mine.update(**change):
-        AnnotatorTally.objects.bulk_create(
-            [AnnotatorTally(campaign=campaign, annotator=annotator)], ignore_conflicts=True
-        )
-        mine.update(**change)
     _add(
         campaign,
         today=1,

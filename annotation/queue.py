@@ -35,6 +35,7 @@ from .candidates import SHUFFLE_KEY_BITS, claim, locked_batch
 from .models import RATING_DIMENSIONS, Assignment, Campaign, Comparison, Judgment
 from .pairing import adaptive_top_up
 from .progress import count_hand_out, count_judgment
+from .recording import store
 
 SKIP_REASONS = [
     ("cannot_judge", "I cannot judge this one"),
@@ -343,26 +344,26 @@ def _close(assignment: Assignment, state: str, **fields) -> None:
 
 
 def _record(assignment, comparison, user, submission: Submission, now) -> Judgment:
-    scenario = comparison.scenario
-    judgment = Judgment.objects.create(
-        assignment=assignment,
-        comparison=comparison,
-        annotator=user,
-        screen_preference=submission.screen_preference,
-        preference=submission.screen_preference
-        if assignment.left_is_a
-        else -submission.screen_preference,
-        both_unacceptable=submission.both_unacceptable,
-        ratings=_keyed_ratings(submission.ratings, assignment.left_is_a),
-        rationale=submission.rationale.strip(),
-        time_on_task_ms=int((now - assignment.issued_at).total_seconds() * 1000),
-        client_time_ms=submission.client_time_ms,
-        scenario_revision=assignment.shown_revision,
-        scenario_hash=scenario.content_hash,
+    """Store the judgment (`recording.store`) and add it to the counts read with the campaign."""
+    campaign = comparison.campaign
+    judgment = store(
+        assignment,
+        {
+            "screen_preference": submission.screen_preference,
+            "preference": submission.screen_preference
+            if assignment.left_is_a
+            else -submission.screen_preference,
+            "both_unacceptable": submission.both_unacceptable,
+            "ratings": _keyed_ratings(submission.ratings, assignment.left_is_a),
+            "rationale": submission.rationale.strip(),
+            "time_on_task_ms": int((now - assignment.issued_at).total_seconds() * 1000),
+            "client_time_ms": submission.client_time_ms,
+            "scenario_revision": assignment.shown_revision,
+            "scenario_hash": comparison.scenario.content_hash,
+        },
+        fills=comparison.judgment_count + 1 == campaign.overlap,
     )
-    Comparison.objects.filter(pk=comparison.pk).update(judgment_count=F("judgment_count") + 1)
-    count_judgment(comparison.campaign, user, comparison)
-    _close(assignment, Assignment.State.SUBMITTED)
+    count_judgment(campaign, comparison)
     return judgment
 
 
