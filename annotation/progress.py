@@ -121,10 +121,13 @@ def progress_counts(user) -> dict:
     """An annotation, `progress`, for a query of campaigns, or of rows joined to their
     campaign (select_related): the counts `progress_for` reads, in the query that reads the
     campaign anyway."""
-    params = [timezone.localdate(), user.pk, user.pk, *NOT_APPROVED, user.pk]
-    params.append(Scenario.State.APPROVED)
-    sql = RawSQL(_COUNTS_SQL, params, output_field=TextField())  # noqa: S611 - values are params
+    sql = RawSQL(_COUNTS_SQL, progress_params(user), output_field=TextField())  # noqa: S611 - values are params
     return {"progress": sql}
+
+
+def progress_params(user) -> list:
+    """The values of `_COUNTS_SQL`'s placeholders, in order."""
+    return [timezone.localdate(), user.pk, user.pk, *NOT_APPROVED, user.pk, Scenario.State.APPROVED]
 
 
 def progress_for(user, campaign: Campaign) -> AnnotatorProgress:

@@ -35,6 +35,7 @@ from .candidates import SHUFFLE_KEY_BITS, claim, locked_batch
 from .models import RATING_DIMENSIONS, Assignment, Campaign, Comparison, Judgment
 from .pairing import adaptive_top_up
 from .progress import count_hand_out, count_judgment
+from .rating_reads import rated_assignment
 from .recording import store
 
 SKIP_REASONS = [
@@ -138,12 +139,6 @@ def _open_items(user, campaign) -> QuerySet:
     )
 
 
-def open_item_flag(user) -> dict:
-    """An annotation for a Campaign query: `has_open_item`, whether the user holds an item
-    there (without one, next_assignment need not look for it)."""
-    return {"has_open_item": Exists(_open_items(user, OuterRef("pk")))}
-
-
 def _any_free(user, campaign: Campaign, gold: bool, passed_over: list[int], now) -> bool:
     """Whether any candidate `candidates.locked_batch` would look at has a free slot, counting
     live leases (no locks taken)."""
@@ -207,7 +202,8 @@ def _take(user, campaign: Campaign, gold: bool, now) -> Assignment | None:
 def next_assignment(user, campaign: Campaign) -> Assignment | None:
     """The annotator's current item, or a new one; None when nothing is left for them.
 
-    A campaign read with `open_item_flag` saying the user holds no item skips looking for it.
+    A campaign read saying the user holds no item there (`has_open_item`,
+    `rating_reads.rating_campaign`) skips looking for it.
     The rows locked here stay locked until the caller's transaction ends (the rating page and
     API run each request in one)."""
     if campaign.state != Campaign.State.OPEN:
@@ -255,28 +251,6 @@ ITEM_CHANGED = (
     "The conversation of this item was changed or withdrawn for review while you were rating "
     "it, so your answer was not saved. Here is the next one."
 )
-
-
-def _shown_scenario(issued_at) -> dict:
-    """Annotations for an Assignment query: whether the item's scenario is still approved with
-    the content it had when the item was issued (`scenario_ok`), and the number of its newest
-    revision then (`shown_revision`).
-
-    Read in the statement that locks the scenario row (`_own_assignment`), which stays locked
-    until the transaction ends, so an edit cannot slip in between this check and storing the
-    judgment (it waits for us, or we see it)."""
-    scenario = OuterRef("comparison__scenario_id")
-    changed = Exists(
-        Revision.objects.filter(
-            scenario=scenario, created_at__gte=issued_at, changes__has_any_keys=list(CONTENT_FIELDS)
-        )
-    )
-    shown = (
-        Revision.objects.filter(scenario=scenario, created_at__lte=issued_at)
-        .order_by("-number")
-        .values("number")[:1]
-    )
-    return {"scenario_changed": changed, "shown_revision": Subquery(shown)}
 
 
 def submit(user, key, submission: Submission, item: Assignment | None = None) -> Judgment:
@@ -385,18 +359,16 @@ def skip(user, key, reason: str, note: str = "", item: Assignment | None = None)
 REPLAY_STATE = {"submit": Assignment.State.SUBMITTED, "skip": Assignment.State.SKIPPED}
 
 
-def rated_item(user, key, **annotations) -> tuple[Assignment, Campaign]:
+def rated_item(user, key) -> tuple[Assignment, Campaign]:
     """The user's assignment by key and its campaign, as the rating page and the API look it
     up before reading a submit or skip: NotYours (shown as a 404, never a 403) unless the user
     still rates in that campaign. Read as `submit` and `skip` need it, locked until the
-    caller's transaction ends; `annotations` are added to the campaign."""
-    assignment = _own_assignment(user, key, rates=True, **annotations)
+    caller's transaction ends; the campaign carries its blind names and the user's progress
+    counts (`rating_reads.rated_assignment`)."""
+    assignment = _own_assignment(user, key)
     if not assignment.rates:
         raise NotYours("No such item.")
-    campaign = assignment.comparison.campaign
-    for name in annotations:
-        setattr(campaign, name, getattr(assignment, name))
-    return assignment, campaign
+    return assignment, assignment.comparison.campaign
 
 
 def check_open(assignment: Assignment, campaign: Campaign, action: str) -> None:
@@ -406,25 +378,14 @@ def check_open(assignment: Assignment, campaign: Campaign, action: str) -> None:
         raise _not_open(campaign, action)
 
 
-def _own_assignment(user, key, rates: bool = False, **annotations) -> Assignment:
+def _own_assignment(user, key) -> Assignment:
     """The user's assignment with its comparison, campaign and scenario, the assignment,
-    comparison and scenario rows locked (in one statement), and `_shown_scenario`'s answers;
-    `rates`: whether the user still rates in the campaign."""
-    if rates:
-        annotations["rates"] = Exists(
-            Campaign.annotators.through.objects.filter(
-                campaign_id=OuterRef("comparison__campaign_id"), user_id=user.pk
-            )
-        )
-    queryset = (
-        Assignment.objects.select_related("comparison__campaign", "comparison__scenario")
-        .select_for_update(of=("self", "comparison", "comparison__scenario"))
-        .annotate(**_shown_scenario(OuterRef("issued_at")), **annotations)
-    )
-    try:
-        assignment = queryset.get(key=key)
-    except (Assignment.DoesNotExist, ValueError, TypeError) as error:
-        raise NotYours("No such item.") from error
-    if assignment.annotator_id != user.pk:
+    comparison and scenario rows locked (in one statement), and whether the scenario changed
+    since the item was handed out (`scenario_changed`; the statement locks the scenario row,
+    which stays locked until the transaction ends, so an edit cannot slip in between this check
+    and storing the judgment: it waits for us, or we see it) and the number of its newest
+    revision then (`shown_revision`)."""
+    assignment = rated_assignment(user, key)
+    if assignment is None or assignment.annotator_id != user.pk:
         raise NotYours("No such item.")  # same answer as a missing one: nothing leaks
     return assignment
