@@ -40,6 +40,13 @@ _NAMES = """(SELECT {json_list} FROM annotation_campaign_companions cc
         WHERE cr.campaign_id = annotation_campaign.id)"""
 
 
+# Whether the user holds an open item with a live lease in the campaign (`other`: besides `a`).
+_HOLDS = """EXISTS(SELECT 1 FROM annotation_assignment o
+        JOIN annotation_comparison oc ON oc.id = o.comparison_id
+        WHERE o.annotator_id = %s AND oc.campaign_id = annotation_campaign.id
+        AND o.state = %s AND o.lease_expires_at > %s {other})"""
+
+
 def _json_list(expression: str) -> str:
     if connection.vendor == "postgresql":
         return f"json_agg({expression})::text"
@@ -73,15 +80,11 @@ def _named(campaign: Campaign, values) -> None:
 def rating_campaign(user, pk) -> Campaign | None:
     """The campaign `pk` if `user` rates in it, read as `access.rating_campaign_or_404` says."""
     sql = f"""SELECT {columns("annotation_campaign", CAMPAIGN)},
-        EXISTS(SELECT 1 FROM annotation_assignment a
-            JOIN annotation_comparison c ON c.id = a.comparison_id
-            WHERE a.annotator_id = %s AND c.campaign_id = annotation_campaign.id
-            AND a.state = %s AND a.lease_expires_at > %s),
-        {_names_sql()}, {_COUNTS_SQL}
+        {_HOLDS.format(other="")}, {_names_sql()}, {_COUNTS_SQL}
         FROM annotation_campaign
         JOIN annotation_campaign_annotators ca ON ca.campaign_id = annotation_campaign.id
         WHERE annotation_campaign.id = %s AND ca.user_id = %s"""  # noqa: S608 - names only
-    params = [user.pk, Assignment.State.OPEN, _now(), *progress_params(user), pk, user.pk]
+    params = [*_holds_params(user), *progress_params(user), pk, user.pk]
     with bound_cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
@@ -96,9 +99,10 @@ def rating_campaign(user, pk) -> Campaign | None:
 
 def rated_assignment(user, key) -> Assignment | None:
     """The assignment with this key, its comparison, campaign and scenario (rows locked), and:
-    `scenario_changed` and `shown_revision` (`queue._shown_scenario`), `rates` (the user still
-    rates in the campaign), and on the campaign its name lists and the user's progress
-    counts. None when there is no such assignment."""
+    `scenario_changed` and `shown_revision` (see `queue._own_assignment`), `rates` (the user
+    still rates in the campaign), and on the campaign its name lists, the user's progress
+    counts and `has_open_item`: whether they hold another item there (after this one is
+    answered, `queue.next_assignment` need not look for one). None when there is no such assignment."""
     changed, changed_params = _has_content_change("r")
     lock = "FOR UPDATE OF a, c, s" if connection.features.has_select_for_update_skip_locked else ""
     sql = f"""SELECT {columns("a", ASSIGNMENT)}, {columns("c", COMPARISON)},
@@ -109,7 +113,7 @@ def rated_assignment(user, key) -> Assignment | None:
             AND r.created_at <= a.issued_at ORDER BY r.number DESC LIMIT 1),
         EXISTS(SELECT 1 FROM annotation_campaign_annotators ca
             WHERE ca.campaign_id = annotation_campaign.id AND ca.user_id = %s),
-        {_names_sql()}, {_COUNTS_SQL}
+        {_HOLDS.format(other="AND o.id <> a.id")}, {_names_sql()}, {_COUNTS_SQL}
         FROM annotation_assignment a
         JOIN annotation_comparison c ON c.id = a.comparison_id
         JOIN annotation_campaign ON annotation_campaign.id = c.campaign_id
@@ -119,7 +123,7 @@ def rated_assignment(user, key) -> Assignment | None:
         key = Assignment._meta.get_field("key").get_db_prep_value(key, connection)
     except ValidationError:
         return None
-    params = [*changed_params, user.pk, *progress_params(user), key]
+    params = [*changed_params, user.pk, *_holds_params(user), *progress_params(user), key]
     with bound_cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
@@ -139,11 +143,13 @@ def rated_assignment(user, key) -> Assignment | None:
         row[start + 1],
         bool(row[start + 2]),
     )
-    _named(campaign, row[start + 3 :])
+    campaign.has_open_item = bool(row[start + 3])  # another one: the next item is a new one
+    _named(campaign, row[start + 4 :])
     return assignment
 
 
-def _now():
-    return Assignment._meta.get_field("lease_expires_at").get_db_prep_value(
+def _holds_params(user) -> list:
+    now = Assignment._meta.get_field("lease_expires_at").get_db_prep_value(
         timezone.now(), connection
     )
+    return [user.pk, Assignment.State.OPEN, now]
