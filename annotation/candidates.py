@@ -21,7 +21,7 @@ from itertools import pairwise
 
 from django.db import connection
 
-from h2htalk.rows import bound_cursor, columns, instance
+from h2htalk.rows import bound_cursor, columns, db_value, instance
 from scenarios.models import Persona, Response, Scenario
 
 from .models import Assignment, Comparison
@@ -141,11 +141,6 @@ _CLAIM = """INSERT INTO annotation_assignment (key, comparison_id, annotator_id,
     RETURNING {returned}"""
 
 
-def _db(model, name: str, value):
-    """`value` as the database takes it for this field (a UUID or a time on SQLite, say)."""
-    return model._meta.get_field(name).get_db_prep_value(value, connection)
-
-
 def claim(user, campaign, batch: list[Comparison], now) -> Assignment | None:
     """A new assignment of the first comparison of `batch` (locked, in queue order) that still
     has a free slot (gold: the first), with the comparison in its fields cache; None when all
@@ -156,11 +151,11 @@ def claim(user, campaign, batch: list[Comparison], now) -> Assignment | None:
         rank=" ".join(["WHEN %s THEN %s"] * len(ids)),
         returned=", ".join(ASSIGNMENT),
     )
-    issued = _db(Assignment, "issued_at", now)
-    params = [_db(Assignment, "key", uuid.uuid4()), user.pk, random.random() < 0.5]
+    issued = db_value(Assignment, "issued_at", now)
+    params = [db_value(Assignment, "key", uuid.uuid4()), user.pk, random.random() < 0.5]
     params += [Assignment.State.OPEN, issued]
     params.append(
-        _db(Assignment, "lease_expires_at", now + timedelta(minutes=campaign.lease_minutes))
+        db_value(Assignment, "lease_expires_at", now + timedelta(minutes=campaign.lease_minutes))
     )
     params += [*ids, Assignment.State.OPEN, issued, campaign.overlap]
     params += [value for rank, pk in enumerate(ids) for value in (pk, rank)]

@@ -14,7 +14,7 @@ from django.core.exceptions import ValidationError
 from django.db import connection
 from django.utils import timezone
 
-from h2htalk.rows import bound_cursor, columns, instance
+from h2htalk.rows import bound_cursor, columns, db_value, instance
 from scenarios.models import Scenario
 from scenarios.services import CONTENT_FIELDS
 
@@ -120,7 +120,7 @@ def rated_assignment(user, key) -> Assignment | None:
         JOIN scenarios_scenario s ON s.id = c.scenario_id
         WHERE a.key = %s {lock}"""  # noqa: S608 - names only
     try:
-        key = Assignment._meta.get_field("key").get_db_prep_value(key, connection)
+        key = db_value(Assignment, "key", key)
     except ValidationError:
         return None
     params = [*changed_params, user.pk, *_holds_params(user), *progress_params(user), key]
@@ -149,7 +149,5 @@ def rated_assignment(user, key) -> Assignment | None:
 
 
 def _holds_params(user) -> list:
-    now = Assignment._meta.get_field("lease_expires_at").get_db_prep_value(
-        timezone.now(), connection
-    )
+    now = db_value(Assignment, "lease_expires_at", timezone.now())
     return [user.pk, Assignment.State.OPEN, now]

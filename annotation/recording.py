@@ -12,7 +12,7 @@ item may take the judgment, so a replay never reaches here and nothing here deci
 from django.db import connection
 from django.utils import timezone
 
-from h2htalk.rows import bound_cursor
+from h2htalk.rows import bound_cursor, db_value
 
 from .models import AnnotatorTally, Assignment, Judgment
 
@@ -38,10 +38,6 @@ _AT_ONCE = f"""WITH judgment AS ({_INSERT_JUDGMENT}),
     SELECT id FROM judgment"""  # noqa: S608 - only the statements above
 
 
-def _db(model, name: str, value):
-    return model._meta.get_field(name).get_db_prep_value(value, connection)
-
-
 def store(assignment: Assignment, fields: dict, fills: bool) -> Judgment:
     """Store the judgment with these `fields` (JUDGMENT's, but the assignment's and the time)
     and count it; `fills`: it brings the comparison to k judgments."""
@@ -55,11 +51,11 @@ def store(assignment: Assignment, fields: dict, fills: bool) -> Judgment:
         "created_at": now,
     }
     statements = [
-        (_INSERT_JUDGMENT, [_db(Judgment, name, values[name]) for name in JUDGMENT]),
+        (_INSERT_JUDGMENT, [db_value(Judgment, name, values[name]) for name in JUDGMENT]),
         (_COUNT_ON_COMPARISON, [comparison.pk]),
         (
             _CLOSE_ASSIGNMENT,
-            [Assignment.State.SUBMITTED, _db(Assignment, "finished_at", now), assignment.pk],
+            [Assignment.State.SUBMITTED, db_value(Assignment, "finished_at", now), assignment.pk],
         ),
         (
             _COUNT_IN_TALLY,
@@ -67,7 +63,7 @@ def store(assignment: Assignment, fields: dict, fills: bool) -> Judgment:
                 comparison.campaign_id,
                 assignment.annotator_id,
                 int(fills),
-                _db(AnnotatorTally, "day", timezone.localdate()),
+                db_value(AnnotatorTally, "day", timezone.localdate()),
             ],
         ),
     ]

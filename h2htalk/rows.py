@@ -3,6 +3,7 @@ rating queue's candidate lock, the API token lookup) because building and compil
 the ORM cost more server CPU than running them."""
 
 from contextlib import contextmanager
+from functools import cache
 
 from django.db import connection
 
@@ -25,6 +26,12 @@ def instance(model, names, values):
     return model.from_db(connection.alias, ordered, [converted[name] for name in ordered])
 
 
+def db_value(model, name: str, value):
+    """`value` as the database takes it for this field of `model` (a UUID or a time on SQLite,
+    JSON, …), for a parameter of a hand-written statement."""
+    return model._meta.get_field(name).get_db_prep_value(value, connection)
+
+
 @contextmanager
 def bound_cursor():
     """A cursor for a hot hand-written statement: on PostgreSQL it sends the values apart from
@@ -36,10 +43,31 @@ def bound_cursor():
         with connection.cursor() as cursor:
             yield cursor
         return
-    from django.db.backends.postgresql.base import ServerBindingCursor
-
     connection.ensure_connection()
     with connection.wrap_database_errors:
-        raw = ServerBindingCursor(connection.connection)
+        raw = _server_binding_cursor()(connection.connection)
     with connection._prepare_cursor(raw) as cursor:
         yield cursor
+
+
+@cache
+def _server_binding_cursor():
+    """Django's server-binding psycopg cursor, keeping the statement's text for Django's query
+    log once psycopg runs it prepared (psycopg then drops it, and the log would read None)."""
+    from django.db.backends.postgresql.base import ServerBindingCursor
+
+    class LoggedServerBindingCursor(ServerBindingCursor):
+        def execute(self, query, params=None, **kwargs):
+            result = super().execute(query, params, **kwargs)
+            if self._query is None:
+                self._query = _Logged(query)
+            return result
+
+    return LoggedServerBindingCursor
+
+
+class _Logged:
+    """What Django's query log reads of a psycopg query: its text (placeholders left in)."""
+
+    def __init__(self, text: str):
+        self.query, self.params = text.encode(), None
