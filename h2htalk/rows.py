@@ -16,14 +16,30 @@ def columns(alias: str, names) -> str:
 def instance(model, names, values):
     """A `model` instance from these columns (attnames, in any order), each converted as the
     ORM converts it (JSON, booleans on SQLite, …); the fields not read are deferred."""
+    columns, ordered = _reader(model, tuple(names))
     converted = {}
-    for name, value in zip(names, values, strict=True):
-        col = model._meta.get_field(name.removesuffix("_id")).get_col(model._meta.db_table)
-        for convert in connection.ops.get_db_converters(col) + col.get_db_converters(connection):
+    for (name, col, converters), value in zip(columns, values, strict=True):
+        for convert in converters:
             value = convert(value, col, connection)
         converted[name] = value
-    ordered = [f.attname for f in model._meta.concrete_fields if f.attname in converted]
     return model.from_db(connection.alias, ordered, [converted[name] for name in ordered])
+
+
+def _reader(model, names: tuple) -> tuple[list, list]:
+    """Per column its expression and the converters the ORM applies to it, and the columns in
+    the model's order: looked up once per connection (per thread) and kept on it."""
+    readers = getattr(connection, "h2htalk_row_readers", None)  # the thread's own connection
+    if readers is None:
+        readers = connection.h2htalk_row_readers = {}
+    if (model, names) not in readers:
+        columns = []
+        for name in names:
+            col = model._meta.get_field(name).get_col(model._meta.db_table)
+            converters = connection.ops.get_db_converters(col) + col.get_db_converters(connection)
+            columns.append((name, col, tuple(converters)))
+        ordered = [f.attname for f in model._meta.concrete_fields if f.attname in names]
+        readers[model, names] = columns, ordered
+    return readers[model, names]
 
 
 def db_value(model, name: str, value):
