@@ -38,7 +38,7 @@ RESPONSE = ("id", "text")
 
 _HALF = """SELECT {columns} FROM annotation_comparison c
     JOIN scenarios_scenario s ON s.id = c.scenario_id
-    WHERE c.campaign_id = %s AND c.is_gold = %s AND s.state = %s {open_only}
+    WHERE c.campaign_id = %s AND c.is_gold = %s AND s.state = '{approved}' {open_only}
     AND c.shuffle_key {side} %s {passed_over}
     AND NOT EXISTS (SELECT 1 FROM annotation_assignment a
                     WHERE a.comparison_id = c.id AND a.annotator_id = %s)
@@ -49,6 +49,7 @@ _HALF = """SELECT {columns} FROM annotation_comparison c
 def _sql(gold: bool, n_passed_over: int) -> str:
     half = {
         "columns": columns("c", COMPARISON),
+        "approved": Scenario.State.APPROVED.value,  # written in: the generic plan knows it
         "open_only": "" if gold else "AND c.judgment_count < %s",
         "passed_over": f"AND c.id NOT IN ({', '.join(['%s'] * n_passed_over)})"
         if n_passed_over
@@ -107,7 +108,7 @@ def locked_batch(
     merged here. Candidates: comparisons of approved scenarios the user was never handed
     (regular ones: with fewer than k judgments), except `passed_over`.
     """
-    half = [campaign.pk, gold, Scenario.State.APPROVED]
+    half = [campaign.pk, gold]
     half += [] if gold else [campaign.overlap]
     params = []
     for _ in range(2):
@@ -136,7 +137,7 @@ _CLAIM = """INSERT INTO annotation_assignment (key, comparison_id, annotator_id,
     SELECT %s, c.id, %s, %s, %s, %s, %s, '' FROM annotation_comparison c
     WHERE c.id IN ({ids}) AND (c.is_gold OR c.judgment_count + (
         SELECT COUNT(*) FROM annotation_assignment a WHERE a.comparison_id = c.id
-        AND a.state = %s AND a.lease_expires_at > %s) < %s)
+        AND a.state = '{open}' AND a.lease_expires_at > %s) < %s)
     ORDER BY CASE c.id {rank} END LIMIT 1
     RETURNING {returned}"""
 
@@ -147,6 +148,7 @@ def claim(user, campaign, batch: list[Comparison], now) -> Assignment | None:
     are full with judgments and live leases."""
     ids = [c.pk for c in batch]
     sql = _CLAIM.format(
+        open=Assignment.State.OPEN.value,
         ids=", ".join(["%s"] * len(ids)),
         rank=" ".join(["WHEN %s THEN %s"] * len(ids)),
         returned=", ".join(ASSIGNMENT),
@@ -157,7 +159,7 @@ def claim(user, campaign, batch: list[Comparison], now) -> Assignment | None:
     params.append(
         db_value(Assignment, "lease_expires_at", now + timedelta(minutes=campaign.lease_minutes))
     )
-    params += [*ids, Assignment.State.OPEN, issued, campaign.overlap]
+    params += [*ids, issued, campaign.overlap]
     params += [value for rank, pk in enumerate(ids) for value in (pk, rank)]
     with bound_cursor() as cursor:
         cursor.execute(sql, params)

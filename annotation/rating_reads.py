@@ -40,11 +40,12 @@ _NAMES = """(SELECT {json_list} FROM annotation_campaign_companions cc
         WHERE cr.campaign_id = annotation_campaign.id)"""
 
 
-# Whether the user holds an open item with a live lease in the campaign (`other`: besides `a`).
-_HOLDS = """EXISTS(SELECT 1 FROM annotation_assignment o
+# Whether the user holds an open item with a live lease in the campaign (`other`: besides `a`);
+# the state is written in, as in `progress._COUNTS_SQL`.
+_HOLDS = f"""EXISTS(SELECT 1 FROM annotation_assignment o
         JOIN annotation_comparison oc ON oc.id = o.comparison_id
         WHERE o.annotator_id = %s AND oc.campaign_id = annotation_campaign.id
-        AND o.state = %s AND o.lease_expires_at > %s {other})"""
+        AND o.state = '{Assignment.State.OPEN.value}' AND o.lease_expires_at > %s {{other}})"""  # noqa: S608
 
 
 def _json_list(expression: str) -> str:
@@ -150,4 +151,4 @@ def rated_assignment(user, key) -> Assignment | None:
 
 def _holds_params(user) -> list:
     now = db_value(Assignment, "lease_expires_at", timezone.now())
-    return [user.pk, Assignment.State.OPEN, now]
+    return [user.pk, now]
