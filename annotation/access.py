@@ -27,18 +27,11 @@ def rating_campaigns(user) -> QuerySet:
 
 
 def rating_campaign_or_404(user, pk) -> Campaign:
-    """The campaign with its blind names (`blinding.name_lists`), whether the user holds an
-    item there (`queue.open_item_flag`) and their progress (`progress.progress_counts`), in
-    one query."""
-    from .blinding import name_lists
-    from .progress import progress_counts
-    from .queue import open_item_flag
+    """The campaign with its blind names, whether the user holds an item there and their
+    progress counts, in one statement (`rating_reads.rating_campaign`)."""
+    from .rating_reads import rating_campaign
 
-    campaign = (
-        Campaign.objects.filter(annotators=user, pk=pk)
-        .annotate(**name_lists(), **open_item_flag(user), **progress_counts(user))
-        .first()
-    )
+    campaign = rating_campaign(user, pk)
     if campaign is None:
         raise Http404("No such campaign.")
     return campaign

@@ -35,7 +35,7 @@ from .access import rating_campaign_or_404, rating_campaigns
 from .blinding import blind_names, campaign_texts, item_payload
 from .markdown import render_markdown
 from .models import RATING_DIMENSIONS, Assignment, Campaign
-from .progress import progress_counts, progress_for
+from .progress import progress_for
 
 UUID_PATTERN = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 SIDES = ("left", "right")
@@ -453,8 +453,7 @@ class RatingAssignmentViewSet(viewsets.GenericViewSet):
         """As on the pages: only your own item, answerable in its campaign (404 / 409 before
         the body is read), then `store(item, valid body)` gives the answer's data."""
         try:
-            counts = progress_counts(request.user)
-            assignment, campaign = queue.rated_item(request.user, key, **counts)
+            assignment, campaign = queue.rated_item(request.user, key)
             queue.check_open(assignment, campaign, self.action)
             body = self.get_serializer_class()(data=request.data)
             body.is_valid(raise_exception=True)

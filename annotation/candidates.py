@@ -1,4 +1,4 @@
-"""The queue's candidate lock as one hand-written statement (see `queue._take`).
+"""The queue's candidate lock and claim as hand-written statements (see `queue._take`).
 
 Written out rather than built with the ORM: building and compiling the two ordered, locked
 halves with what the item shows took about a fifth of a rating cycle's server CPU, and one
@@ -8,16 +8,23 @@ shuffle_key) and locked with FOR UPDATE SKIP LOCKED; the comparison's columns co
 so they are those of the locked row version (its judgment count is current), and what the item
 shows (scenario, persona, the two responses) is joined to it. The annotator's own assignments
 are excluded by the unique index (comparison, annotator), one probe per candidate.
+
+`claim` then hands out the first locked candidate with a free slot in one INSERT … SELECT: a
+new statement, so it counts the live leases of every transaction committed before it (one that
+held a row before we locked it included), and the rows being ours, their judgment counts too.
 """
 
+import random
+import uuid
+from datetime import timedelta
 from itertools import pairwise
 
 from django.db import connection
 
-from h2htalk.rows import columns, instance
+from h2htalk.rows import bound_cursor, columns, db_value, instance
 from scenarios.models import Persona, Response, Scenario
 
-from .models import Comparison
+from .models import Assignment, Comparison
 
 CANDIDATES_PER_LOCK = 2
 SHUFFLE_KEY_BITS = 31  # annotation.models.random_shuffle_key draws keys in [0, 2**31)
@@ -31,7 +38,7 @@ RESPONSE = ("id", "text")
 
 _HALF = """SELECT {columns} FROM annotation_comparison c
     JOIN scenarios_scenario s ON s.id = c.scenario_id
-    WHERE c.campaign_id = %s AND c.is_gold = %s AND s.state = %s {open_only}
+    WHERE c.campaign_id = %s AND c.is_gold = %s AND s.state = '{approved}' {open_only}
     AND c.shuffle_key {side} %s {passed_over}
     AND NOT EXISTS (SELECT 1 FROM annotation_assignment a
                     WHERE a.comparison_id = c.id AND a.annotator_id = %s)
@@ -42,6 +49,7 @@ _HALF = """SELECT {columns} FROM annotation_comparison c
 def _sql(gold: bool, n_passed_over: int) -> str:
     half = {
         "columns": columns("c", COMPARISON),
+        "approved": Scenario.State.APPROVED.value,  # written in: the generic plan knows it
         "open_only": "" if gold else "AND c.judgment_count < %s",
         "passed_over": f"AND c.id NOT IN ({', '.join(['%s'] * n_passed_over)})"
         if n_passed_over
@@ -100,12 +108,12 @@ def locked_batch(
     merged here. Candidates: comparisons of approved scenarios the user was never handed
     (regular ones: with fewer than k judgments), except `passed_over`.
     """
-    half = [campaign.pk, gold, Scenario.State.APPROVED]
+    half = [campaign.pk, gold]
     half += [] if gold else [campaign.overlap]
     params = []
     for _ in range(2):
         params += [*half, start, *passed_over, user.pk]
-    with connection.cursor() as cursor:
+    with bound_cursor() as cursor:
         cursor.execute(_sql(gold, len(passed_over)), params)
         found = [_comparison(row) for row in cursor.fetchall()]
     span = 2**SHUFFLE_KEY_BITS
@@ -119,3 +127,45 @@ def locked_batch(
             return (-c.judgment_count, (start - c.shuffle_key) % span, c.pk)
 
     return sorted(found, key=rank)
+
+
+ASSIGNMENT = ("id", "key", "comparison_id", "annotator_id", "left_is_a", "state", "issued_at")
+ASSIGNMENT += ("lease_expires_at",)
+
+_CLAIM = """INSERT INTO annotation_assignment (key, comparison_id, annotator_id, left_is_a, state,
+        issued_at, lease_expires_at, skip_reason)
+    SELECT %s, c.id, %s, %s, %s, %s, %s, '' FROM annotation_comparison c
+    WHERE c.id IN ({ids}) AND (c.is_gold OR c.judgment_count + (
+        SELECT COUNT(*) FROM annotation_assignment a WHERE a.comparison_id = c.id
+        AND a.state = '{open}' AND a.lease_expires_at > %s) < %s)
+    ORDER BY CASE c.id {rank} END LIMIT 1
+    RETURNING {returned}"""
+
+
+def claim(user, campaign, batch: list[Comparison], now) -> Assignment | None:
+    """A new assignment of the first comparison of `batch` (locked, in queue order) that still
+    has a free slot (gold: the first), with the comparison in its fields cache; None when all
+    are full with judgments and live leases."""
+    ids = [c.pk for c in batch]
+    sql = _CLAIM.format(
+        open=Assignment.State.OPEN.value,
+        ids=", ".join(["%s"] * len(ids)),
+        rank=" ".join(["WHEN %s THEN %s"] * len(ids)),
+        returned=", ".join(ASSIGNMENT),
+    )
+    issued = db_value(Assignment, "issued_at", now)
+    params = [db_value(Assignment, "key", uuid.uuid4()), user.pk, random.random() < 0.5]
+    params += [Assignment.State.OPEN, issued]
+    params.append(
+        db_value(Assignment, "lease_expires_at", now + timedelta(minutes=campaign.lease_minutes))
+    )
+    params += [*ids, issued, campaign.overlap]
+    params += [value for rank, pk in enumerate(ids) for value in (pk, rank)]
+    with bound_cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    assignment = instance(Assignment, ASSIGNMENT, row)
+    assignment.comparison = next(c for c in batch if c.pk == assignment.comparison_id)
+    return assignment

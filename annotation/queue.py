@@ -11,7 +11,6 @@ import random
 import secrets
 import time
 from dataclasses import dataclass
-from datetime import timedelta
 
 from django.db import transaction
 from django.db.models import (
@@ -32,10 +31,12 @@ from scenarios.models import Revision, Scenario
 from scenarios.services import CONTENT_FIELDS
 
 from .blinding import ITEM_RELATED
-from .candidates import SHUFFLE_KEY_BITS, locked_batch
+from .candidates import SHUFFLE_KEY_BITS, claim, locked_batch
 from .models import RATING_DIMENSIONS, Assignment, Campaign, Comparison, Judgment
 from .pairing import adaptive_top_up
 from .progress import count_hand_out, count_judgment
+from .rating_reads import rated_assignment
+from .recording import store
 
 SKIP_REASONS = [
     ("cannot_judge", "I cannot judge this one"),
@@ -138,25 +139,6 @@ def _open_items(user, campaign) -> QuerySet:
     )
 
 
-def open_item_flag(user) -> dict:
-    """An annotation for a Campaign query: `has_open_item`, whether the user holds an item
-    there (without one, next_assignment need not look for it)."""
-    return {"has_open_item": Exists(_open_items(user, OuterRef("pk")))}
-
-
-def _live_lease_counts(comparison_ids, now) -> dict[int, int]:
-    rows = (
-        Assignment.objects.filter(
-            comparison_id__in=comparison_ids,
-            state=Assignment.State.OPEN,
-            lease_expires_at__gt=now,
-        )
-        .values("comparison_id")
-        .annotate(n=Count("pk"))
-    )
-    return {row["comparison_id"]: row["n"] for row in rows}
-
-
 def _any_free(user, campaign: Campaign, gold: bool, passed_over: list[int], now) -> bool:
     """Whether any candidate `candidates.locked_batch` would look at has a free slot, counting
     live leases (no locks taken)."""
@@ -196,8 +178,8 @@ def _take(user, campaign: Campaign, gold: bool, now) -> Assignment | None:
 
     Candidates come in index order without counting leases in SQL, which would cost a subquery
     per comparison of the campaign. Once the rows are locked, their judgment counts are current,
-    and the live leases are counted by a new statement, which sees every assignment committed by
-    whoever held a row before us.
+    and `candidates.claim` counts the live leases in a new statement, which sees every
+    assignment committed by whoever held a row before us.
     """
     start = secrets.randbits(SHUFFLE_KEY_BITS)
     passed_over: list[int] = []
@@ -209,29 +191,19 @@ def _take(user, campaign: Campaign, gold: bool, now) -> Assignment | None:
                 return None
             time.sleep(0.005 * (attempt + 1))
             continue
-        leases = {} if gold else _live_lease_counts([c.pk for c in batch], now)
-        chosen = next(
-            (c for c in batch if gold or c.judgment_count + leases.get(c.pk, 0) < campaign.overlap),
-            None,
-        )
-        if chosen is not None:
-            break
+        assignment = claim(user, campaign, batch, now)
+        if assignment is not None:
+            count_hand_out(campaign, assignment.comparison)
+            return assignment
         passed_over.extend(c.pk for c in batch)
-    else:
-        return None
-    count_hand_out(campaign, chosen)
-    return Assignment.objects.create(
-        comparison=chosen,
-        annotator=user,
-        left_is_a=random.random() < 0.5,
-        lease_expires_at=now + timedelta(minutes=campaign.lease_minutes),
-    )
+    return None
 
 
 def next_assignment(user, campaign: Campaign) -> Assignment | None:
     """The annotator's current item, or a new one; None when nothing is left for them.
 
-    A campaign read with `open_item_flag` saying the user holds no item skips looking for it.
+    A campaign read saying the user holds no item there (`has_open_item`,
+    `rating_reads.rating_campaign`) skips looking for it.
     The rows locked here stay locked until the caller's transaction ends (the rating page and
     API run each request in one)."""
     if campaign.state != Campaign.State.OPEN:
@@ -279,28 +251,6 @@ ITEM_CHANGED = (
     "The conversation of this item was changed or withdrawn for review while you were rating "
     "it, so your answer was not saved. Here is the next one."
 )
-
-
-def _shown_scenario(issued_at) -> dict:
-    """Annotations for an Assignment query: whether the item's scenario is still approved with
-    the content it had when the item was issued (`scenario_ok`), and the number of its newest
-    revision then (`shown_revision`).
-
-    Read in the statement that locks the scenario row (`_own_assignment`), which stays locked
-    until the transaction ends, so an edit cannot slip in between this check and storing the
-    judgment (it waits for us, or we see it)."""
-    scenario = OuterRef("comparison__scenario_id")
-    changed = Exists(
-        Revision.objects.filter(
-            scenario=scenario, created_at__gte=issued_at, changes__has_any_keys=list(CONTENT_FIELDS)
-        )
-    )
-    shown = (
-        Revision.objects.filter(scenario=scenario, created_at__lte=issued_at)
-        .order_by("-number")
-        .values("number")[:1]
-    )
-    return {"scenario_changed": changed, "shown_revision": Subquery(shown)}
 
 
 def submit(user, key, submission: Submission, item: Assignment | None = None) -> Judgment:
@@ -368,26 +318,26 @@ def _close(assignment: Assignment, state: str, **fields) -> None:
 
 
 def _record(assignment, comparison, user, submission: Submission, now) -> Judgment:
-    scenario = comparison.scenario
-    judgment = Judgment.objects.create(
-        assignment=assignment,
-        comparison=comparison,
-        annotator=user,
-        screen_preference=submission.screen_preference,
-        preference=submission.screen_preference
-        if assignment.left_is_a
-        else -submission.screen_preference,
-        both_unacceptable=submission.both_unacceptable,
-        ratings=_keyed_ratings(submission.ratings, assignment.left_is_a),
-        rationale=submission.rationale.strip(),
-        time_on_task_ms=int((now - assignment.issued_at).total_seconds() * 1000),
-        client_time_ms=submission.client_time_ms,
-        scenario_revision=assignment.shown_revision,
-        scenario_hash=scenario.content_hash,
+    """Store the judgment (`recording.store`) and add it to the counts read with the campaign."""
+    campaign = comparison.campaign
+    judgment = store(
+        assignment,
+        {
+            "screen_preference": submission.screen_preference,
+            "preference": submission.screen_preference
+            if assignment.left_is_a
+            else -submission.screen_preference,
+            "both_unacceptable": submission.both_unacceptable,
+            "ratings": _keyed_ratings(submission.ratings, assignment.left_is_a),
+            "rationale": submission.rationale.strip(),
+            "time_on_task_ms": int((now - assignment.issued_at).total_seconds() * 1000),
+            "client_time_ms": submission.client_time_ms,
+            "scenario_revision": assignment.shown_revision,
+            "scenario_hash": comparison.scenario.content_hash,
+        },
+        fills=comparison.judgment_count + 1 == campaign.overlap,
     )
-    Comparison.objects.filter(pk=comparison.pk).update(judgment_count=F("judgment_count") + 1)
-    count_judgment(comparison.campaign, user, comparison)
-    _close(assignment, Assignment.State.SUBMITTED)
+    count_judgment(campaign, comparison)
     return judgment
 
 
@@ -409,18 +359,16 @@ def skip(user, key, reason: str, note: str = "", item: Assignment | None = None)
 REPLAY_STATE = {"submit": Assignment.State.SUBMITTED, "skip": Assignment.State.SKIPPED}
 
 
-def rated_item(user, key, **annotations) -> tuple[Assignment, Campaign]:
+def rated_item(user, key) -> tuple[Assignment, Campaign]:
     """The user's assignment by key and its campaign, as the rating page and the API look it
     up before reading a submit or skip: NotYours (shown as a 404, never a 403) unless the user
     still rates in that campaign. Read as `submit` and `skip` need it, locked until the
-    caller's transaction ends; `annotations` are added to the campaign."""
-    assignment = _own_assignment(user, key, rates=True, **annotations)
+    caller's transaction ends; the campaign carries its blind names and the user's progress
+    counts (`rating_reads.rated_assignment`)."""
+    assignment = _own_assignment(user, key)
     if not assignment.rates:
         raise NotYours("No such item.")
-    campaign = assignment.comparison.campaign
-    for name in annotations:
-        setattr(campaign, name, getattr(assignment, name))
-    return assignment, campaign
+    return assignment, assignment.comparison.campaign
 
 
 def check_open(assignment: Assignment, campaign: Campaign, action: str) -> None:
@@ -430,25 +378,14 @@ def check_open(assignment: Assignment, campaign: Campaign, action: str) -> None:
         raise _not_open(campaign, action)
 
 
-def _own_assignment(user, key, rates: bool = False, **annotations) -> Assignment:
+def _own_assignment(user, key) -> Assignment:
     """The user's assignment with its comparison, campaign and scenario, the assignment,
-    comparison and scenario rows locked (in one statement), and `_shown_scenario`'s answers;
-    `rates`: whether the user still rates in the campaign."""
-    if rates:
-        annotations["rates"] = Exists(
-            Campaign.annotators.through.objects.filter(
-                campaign_id=OuterRef("comparison__campaign_id"), user_id=user.pk
-            )
-        )
-    queryset = (
-        Assignment.objects.select_related("comparison__campaign", "comparison__scenario")
-        .select_for_update(of=("self", "comparison", "comparison__scenario"))
-        .annotate(**_shown_scenario(OuterRef("issued_at")), **annotations)
-    )
-    try:
-        assignment = queryset.get(key=key)
-    except (Assignment.DoesNotExist, ValueError, TypeError) as error:
-        raise NotYours("No such item.") from error
-    if assignment.annotator_id != user.pk:
+    comparison and scenario rows locked (in one statement), and whether the scenario changed
+    since the item was handed out (`scenario_changed`; the statement locks the scenario row,
+    which stays locked until the transaction ends, so an edit cannot slip in between this check
+    and storing the judgment: it waits for us, or we see it) and the number of its newest
+    revision then (`shown_revision`)."""
+    assignment = rated_assignment(user, key)
+    if assignment is None or assignment.annotator_id != user.pk:
         raise NotYours("No such item.")  # same answer as a missing one: nothing leaks
     return assignment

@@ -25,12 +25,12 @@ from h2htalk.roles import ANNOTATOR, role_required
 
 from . import queue
 from .access import rating_campaign_or_404, rating_campaigns
-from .blinding import blind_names, campaign_texts, item_payload, name_lists
+from .blinding import blind_names, campaign_texts, item_payload
 from .campaigns import progress_percent
 from .forms import RatingForm, SkipForm
 from .markdown import render_markdown
 from .models import Assignment, Campaign
-from .progress import progress_counts, progress_for
+from .progress import progress_for
 
 # ---------------------------------------------------------------- page pieces
 
@@ -227,12 +227,7 @@ def _answer(request, key, answer: _Answer):
     """Store a submit or skip once its form is valid, then answer with the next item; an open
     item whose form is refused is shown again with what was entered and why."""
     try:
-        assignment, campaign = queue.rated_item(
-            request.user,
-            key,
-            **name_lists("comparison__campaign_id"),
-            **progress_counts(request.user),
-        )
+        assignment, campaign = queue.rated_item(request.user, key)
     except queue.NotYours as error:
         raise Http404("No such item.") from error
     names = blind_names(campaign)

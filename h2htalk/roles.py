@@ -82,9 +82,9 @@ class RolesTokenAuthentication(TokenAuthentication):
     it than PostgreSQL to answer)."""
 
     def authenticate_credentials(self, key):
-        from django.db import connection
+        from h2htalk.rows import bound_cursor
 
-        with connection.cursor() as cursor:
+        with bound_cursor() as cursor:
             cursor.execute(_token_sql(self.get_model()), [*ROLES, key])
             row = cursor.fetchone()
         user = _token_user(row)

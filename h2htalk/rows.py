@@ -2,6 +2,9 @@
 rating queue's candidate lock, the API token lookup) because building and compiling them with
 the ORM cost more server CPU than running them."""
 
+from contextlib import contextmanager
+from functools import cache
+
 from django.db import connection
 
 
@@ -13,11 +16,74 @@ def columns(alias: str, names) -> str:
 def instance(model, names, values):
     """A `model` instance from these columns (attnames, in any order), each converted as the
     ORM converts it (JSON, booleans on SQLite, …); the fields not read are deferred."""
+    columns, ordered = _reader(model, tuple(names))
     converted = {}
-    for name, value in zip(names, values, strict=True):
-        col = model._meta.get_field(name.removesuffix("_id")).get_col(model._meta.db_table)
-        for convert in connection.ops.get_db_converters(col) + col.get_db_converters(connection):
+    for (name, col, converters), value in zip(columns, values, strict=True):
+        for convert in converters:
             value = convert(value, col, connection)
         converted[name] = value
-    ordered = [f.attname for f in model._meta.concrete_fields if f.attname in converted]
     return model.from_db(connection.alias, ordered, [converted[name] for name in ordered])
+
+
+def _reader(model, names: tuple) -> tuple[list, list]:
+    """Per column its expression and the converters the ORM applies to it, and the columns in
+    the model's order: looked up once per connection (per thread) and kept on it."""
+    readers = getattr(connection, "h2htalk_row_readers", None)  # the thread's own connection
+    if readers is None:
+        readers = connection.h2htalk_row_readers = {}
+    if (model, names) not in readers:
+        columns = []
+        for name in names:
+            col = model._meta.get_field(name).get_col(model._meta.db_table)
+            converters = connection.ops.get_db_converters(col) + col.get_db_converters(connection)
+            columns.append((name, col, tuple(converters)))
+        ordered = [f.attname for f in model._meta.concrete_fields if f.attname in names]
+        readers[model, names] = columns, ordered
+    return readers[model, names]
+
+
+def db_value(model, name: str, value):
+    """`value` as the database takes it for this field of `model` (a UUID or a time on SQLite,
+    JSON, …), for a parameter of a hand-written statement."""
+    return model._meta.get_field(name).get_db_prep_value(value, connection)
+
+
+@contextmanager
+def bound_cursor():
+    """A cursor for a hot hand-written statement: on PostgreSQL it sends the values apart from
+    the statement (server-side binding), so psycopg prepares a statement after the settings'
+    `prepare_threshold` runs on a connection and PostgreSQL parses and plans it once there
+    (the ORM's cursors bind on the client: each statement text differs, nothing is prepared).
+    Elsewhere the usual cursor. Counted and logged like any other statement."""
+    if connection.vendor != "postgresql":
+        with connection.cursor() as cursor:
+            yield cursor
+        return
+    connection.ensure_connection()
+    with connection.wrap_database_errors:
+        raw = _server_binding_cursor()(connection.connection)
+    with connection._prepare_cursor(raw) as cursor:
+        yield cursor
+
+
+@cache
+def _server_binding_cursor():
+    """Django's server-binding psycopg cursor, keeping the statement's text for Django's query
+    log once psycopg runs it prepared (psycopg then drops it, and the log would read None)."""
+    from django.db.backends.postgresql.base import ServerBindingCursor
+
+    class LoggedServerBindingCursor(ServerBindingCursor):
+        def execute(self, query, params=None, **kwargs):
+            result = super().execute(query, params, **kwargs)
+            if self._query is None:
+                self._query = _Logged(query)
+            return result
+
+    return LoggedServerBindingCursor
+
+
+class _Logged:
+    """What Django's query log reads of a psycopg query: its text (placeholders left in)."""
+
+    def __init__(self, text: str):
+        self.query, self.params = text.encode(), None

@@ -98,6 +98,21 @@ DATABASES = {
         conn_health_checks=True,  # a kept connection is checked first: survives a DB restart
     )
 }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # The rating cycle's hand-written statements (`h2htalk.rows.bound_cursor`) are prepared
+    # after this many runs on a connection, then parsed and planned once per connection; 0 turns
+    # it off (needed behind a transaction-pooling pgbouncer). Only they are prepared (the ORM
+    # binds on the client), and their generic plans are as good as custom ones (constants are
+    # written in), so they are always run with it: PostgreSQL otherwise planned the two largest
+    # again on every run. JIT off: it compiles whenever a plan's estimate is large (a million
+    # judgments), tens of ms for statements that take one.
+    threshold = int(os.environ.get("DB_PREPARE_THRESHOLD", "2"))
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {
+            "prepare_threshold": threshold or None,
+            "options": "-c jit=off -c plan_cache_mode=force_generic_plan",
+        }
+    )
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets the web process read while a job writes; a timeout instead of "database is locked".
     # IMMEDIATE: a transaction takes the write lock when it begins, so concurrent read-then-write

@@ -3,13 +3,15 @@
 Each request runs in one transaction (pytest's transactional database, so the view's atomic
 block is a real transaction, as under gunicorn, and not a savepoint): what is counted is the
 statements sent (BEGIN and COMMIT included), whatever the size of the campaign or of the
-database. An annotator's first judgment in a campaign makes their tally row: two more.
+database. On PostgreSQL a submission's four writes are one statement; SQLite, which has no
+data-modifying WITH, sends them in turn (three more).
 """
 
 import json
 import re
 
 import pytest
+from django.db import connection
 from django.urls import reverse
 
 from annotation.models import Judgment
@@ -18,9 +20,14 @@ from tests.annotation.test_rating_api import next_url, submit_url, token_client
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-PER_CALL = 8  # every rating API call and page render
-PER_HTMX_ANSWER = 14  # an htmx submit stores the answer and renders the next item (two calls)
+# BEGIN, token or session, the campaign or the item read, the queue's statements, COMMIT
+NEXT, HELD, SUBMIT, PAGE, HTMX_ANSWER = 6, 5, 5, 6, 8
 HTMX = {"HX-Request": "true", "HX-Target": "item"}
+
+
+def _writes() -> int:
+    """The statements a stored judgment adds to the PostgreSQL budget on this database."""
+    return 0 if connection.vendor == "postgresql" else 3
 
 
 @pytest.fixture
@@ -35,18 +42,18 @@ def campaign(researcher, raters):
     return made
 
 
-def test_api_next_and_submit_each_send_at_most_eight_statements(
+def test_api_next_and_submit_each_send_at_most_six_statements(
     campaign, raters, django_assert_max_num_queries
 ):
     api = token_client(raters[0])
     api.get("/api/rate/campaigns/")  # the first progress read counts the new comparisons
-    for cycle in range(3):
-        with django_assert_max_num_queries(PER_CALL):
+    for _ in range(3):
+        with django_assert_max_num_queries(NEXT):
             item = api.post(next_url(campaign.pk))
         assert item.status_code == 200
-        with django_assert_max_num_queries(PER_CALL):
+        with django_assert_max_num_queries(HELD):
             assert api.post(next_url(campaign.pk)).json()["key"] == item.json()["key"]
-        with django_assert_max_num_queries(PER_CALL + (2 if cycle == 0 else 0)):  # + tally row
+        with django_assert_max_num_queries(SUBMIT + _writes()):  # the first makes the tally too
             stored = api.post(
                 submit_url(item.json()["key"]), json.dumps({"preference": 1}), "application/json"
             )
@@ -62,11 +69,11 @@ def test_the_rating_page_and_its_htmx_submit_stay_within_their_budgets(
 ):
     client.force_login(raters[1])
     client.get(reverse("annotation:home"))  # the first progress read counts the comparisons
-    for cycle in range(3):
-        with django_assert_max_num_queries(PER_CALL):
+    for _ in range(3):
+        with django_assert_max_num_queries(PAGE):
             page = client.get(reverse("annotation:rate", args=[campaign.pk]))
         key = re.search(r"/a/([0-9a-f-]{36})/submit/", page.content.decode()).group(1)
-        with django_assert_max_num_queries(PER_HTMX_ANSWER + (2 if cycle == 0 else 0)):
+        with django_assert_max_num_queries(HTMX_ANSWER + _writes()):
             answer = client.post(
                 reverse("annotation:submit", args=[key]), {"preference": "1"}, headers=HTMX
             )

@@ -1,0 +1,154 @@
+"""What the rating page and API read before they act, each in one hand-written statement.
+
+`rating_campaign`: the campaign an annotator asks an item of (only one they rate in), with its
+blind names, whether they hold an item there and their progress counts. `rated_assignment`: an
+item they answer, with its comparison, campaign and scenario — the assignment, comparison and
+scenario rows locked until the transaction ends (PostgreSQL) — whether its scenario changed
+since it was handed out and the revision shown then, whether they still rate in the campaign,
+and the same names and counts. Written out rather than built with the ORM: building and
+compiling these subqueries took more server CPU than PostgreSQL took to run them; the
+statements are prepared once per connection (`h2htalk.rows.bound_cursor`).
+"""
+
+from django.core.exceptions import ValidationError
+from django.db import connection
+from django.utils import timezone
+
+from h2htalk.rows import bound_cursor, columns, db_value, instance
+from scenarios.models import Scenario
+from scenarios.services import CONTENT_FIELDS
+
+from .models import Assignment, Campaign, Comparison
+from .progress import _COUNTS_SQL, progress_params
+
+CAMPAIGN = tuple(f.attname for f in Campaign._meta.concrete_fields)
+ASSIGNMENT = tuple(f.attname for f in Assignment._meta.concrete_fields)
+COMPARISON = ("id", "campaign_id", "scenario_id", "response_a_id", "response_b_id", "is_gold")
+COMPARISON += ("judgment_count", "shuffle_key")
+SCENARIO = ("id", "subtask", "language", "persona_id", "history", "memory", "schedule")
+SCENARIO += ("user_message", "state", "content_hash")
+NAME_LISTS = ("companion_names", "companion_model_ids", "run_names")
+
+_NAMES = """(SELECT {json_list} FROM annotation_campaign_companions cc
+        JOIN scenarios_companionmodel m ON m.id = cc.companionmodel_id
+        WHERE cc.campaign_id = annotation_campaign.id),
+    (SELECT {json_list_model_ids} FROM annotation_campaign_companions cc
+        JOIN scenarios_companionmodel m ON m.id = cc.companionmodel_id
+        WHERE cc.campaign_id = annotation_campaign.id),
+    (SELECT {json_list_runs} FROM annotation_campaign_runs cr
+        JOIN scenarios_generationrun r ON r.id = cr.generationrun_id
+        WHERE cr.campaign_id = annotation_campaign.id)"""
+
+
+# Whether the user holds an open item with a live lease in the campaign (`other`: besides `a`);
+# the state is written in, as in `progress._COUNTS_SQL`.
+_HOLDS = f"""EXISTS(SELECT 1 FROM annotation_assignment o
+        JOIN annotation_comparison oc ON oc.id = o.comparison_id
+        WHERE o.annotator_id = %s AND oc.campaign_id = annotation_campaign.id
+        AND o.state = '{Assignment.State.OPEN.value}' AND o.lease_expires_at > %s {{other}})"""  # noqa: S608
+
+
+def _json_list(expression: str) -> str:
+    if connection.vendor == "postgresql":
+        return f"json_agg({expression})::text"
+    return f"json_group_array({expression})"
+
+
+def _names_sql() -> str:
+    return _NAMES.format(
+        json_list=_json_list("m.name"),
+        json_list_model_ids=_json_list("m.model_id"),
+        json_list_runs=_json_list("r.name"),
+    )
+
+
+def _has_content_change(alias: str) -> tuple[str, list]:
+    """Whether revision `alias` changed what the annotator is shown (Django's has_any_keys)."""
+    if connection.vendor == "postgresql":
+        return f"{alias}.changes ?| %s::text[]", [list(CONTENT_FIELDS)]
+    tests = [f"JSON_TYPE({alias}.changes, %s) IS NOT NULL" for _ in CONTENT_FIELDS]
+    return "(" + " OR ".join(tests) + ")", [f'$."{name}"' for name in CONTENT_FIELDS]
+
+
+def _named(campaign: Campaign, values) -> None:
+    """The name lists and the progress counts on the campaign, as `blinding.blind_names` and
+    `progress.progress_for` read them."""
+    *names, campaign.progress = values
+    for name, value in zip(NAME_LISTS, names, strict=True):
+        setattr(campaign, name, value)
+
+
+def rating_campaign(user, pk) -> Campaign | None:
+    """The campaign `pk` if `user` rates in it, read as `access.rating_campaign_or_404` says."""
+    sql = f"""SELECT {columns("annotation_campaign", CAMPAIGN)},
+        {_HOLDS.format(other="")}, {_names_sql()}, {_COUNTS_SQL}
+        FROM annotation_campaign
+        JOIN annotation_campaign_annotators ca ON ca.campaign_id = annotation_campaign.id
+        WHERE annotation_campaign.id = %s AND ca.user_id = %s"""  # noqa: S608 - names only
+    params = [*_holds_params(user), *progress_params(user), pk, user.pk]
+    with bound_cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    n = len(CAMPAIGN)
+    campaign = instance(Campaign, CAMPAIGN, row[:n])
+    campaign.has_open_item = bool(row[n])
+    _named(campaign, row[n + 1 :])
+    return campaign
+
+
+def rated_assignment(user, key) -> Assignment | None:
+    """The assignment with this key, its comparison, campaign and scenario (rows locked), and:
+    `scenario_changed` and `shown_revision` (see `queue._own_assignment`), `rates` (the user
+    still rates in the campaign), and on the campaign its name lists, the user's progress
+    counts and `has_open_item`: whether they hold another item there (after this one is
+    answered, `queue.next_assignment` need not look for one). None when there is no such assignment."""
+    changed, changed_params = _has_content_change("r")
+    lock = "FOR UPDATE OF a, c, s" if connection.features.has_select_for_update_skip_locked else ""
+    sql = f"""SELECT {columns("a", ASSIGNMENT)}, {columns("c", COMPARISON)},
+        {columns("annotation_campaign", CAMPAIGN)}, {columns("s", SCENARIO)},
+        EXISTS(SELECT 1 FROM scenarios_revision r WHERE r.scenario_id = s.id
+            AND r.created_at >= a.issued_at AND {changed}),
+        (SELECT r.number FROM scenarios_revision r WHERE r.scenario_id = s.id
+            AND r.created_at <= a.issued_at ORDER BY r.number DESC LIMIT 1),
+        EXISTS(SELECT 1 FROM annotation_campaign_annotators ca
+            WHERE ca.campaign_id = annotation_campaign.id AND ca.user_id = %s),
+        {_HOLDS.format(other="AND o.id <> a.id")}, {_names_sql()}, {_COUNTS_SQL}
+        FROM annotation_assignment a
+        JOIN annotation_comparison c ON c.id = a.comparison_id
+        JOIN annotation_campaign ON annotation_campaign.id = c.campaign_id
+        JOIN scenarios_scenario s ON s.id = c.scenario_id
+        WHERE a.key = %s {lock}"""  # noqa: S608 - names only
+    try:
+        key = db_value(Assignment, "key", key)
+    except ValidationError:
+        return None
+    params = [*changed_params, user.pk, *_holds_params(user), *progress_params(user), key]
+    with bound_cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    parts, start = [], 0
+    for names in (ASSIGNMENT, COMPARISON, CAMPAIGN, SCENARIO):
+        parts.append(row[start : start + len(names)])
+        start += len(names)
+    assignment = instance(Assignment, ASSIGNMENT, parts[0])
+    comparison = instance(Comparison, COMPARISON, parts[1])
+    campaign = instance(Campaign, CAMPAIGN, parts[2])
+    comparison.campaign, comparison.scenario = campaign, instance(Scenario, SCENARIO, parts[3])
+    assignment.comparison = comparison
+    assignment.scenario_changed, assignment.shown_revision, assignment.rates = (
+        bool(row[start]),
+        row[start + 1],
+        bool(row[start + 2]),
+    )
+    campaign.has_open_item = bool(row[start + 3])  # another one: the next item is a new one
+    _named(campaign, row[start + 4 :])
+    return assignment
+
+
+def _holds_params(user) -> list:
+    now = db_value(Assignment, "lease_expires_at", timezone.now())
+    return [user.pk, now]

@@ -1,0 +1,82 @@
+"""Storing one judgment: its four writes, sent as one statement on PostgreSQL.
+
+A submission inserts the judgment, counts it on the comparison, closes the assignment and
+counts it in the annotator's tally (made by the first judgment: INSERT … ON CONFLICT, so a
+concurrent first judgment of theirs cannot fail on it). On PostgreSQL the four are one
+data-modifying WITH statement, one round trip, prepared once per connection; SQLite has no
+data-modifying WITH and runs the same four statements in turn. The caller holds the locks
+(`queue._own_assignment`: assignment, comparison and scenario rows) and has checked that the
+item may take the judgment, so a replay never reaches here and nothing here decides.
+"""
+
+from django.db import connection
+from django.utils import timezone
+
+from h2htalk.rows import bound_cursor, db_value
+
+from .models import AnnotatorTally, Assignment, Judgment
+
+JUDGMENT = ("assignment_id", "comparison_id", "annotator_id", "screen_preference", "preference")
+JUDGMENT += ("both_unacceptable", "ratings", "rationale", "time_on_task_ms", "client_time_ms")
+JUDGMENT += ("scenario_revision", "scenario_hash", "created_at")
+
+_INSERT_JUDGMENT = f"""INSERT INTO annotation_judgment ({", ".join(JUDGMENT)})
+    VALUES ({", ".join(["%s"] * len(JUDGMENT))}) RETURNING id"""  # noqa: S608 - names only
+_COUNT_ON_COMPARISON = (
+    "UPDATE annotation_comparison SET judgment_count = judgment_count + 1 WHERE id = %s"
+)
+_CLOSE_ASSIGNMENT = "UPDATE annotation_assignment SET state = %s, finished_at = %s WHERE id = %s"
+_COUNT_IN_TALLY = """INSERT INTO annotation_annotatortally AS t
+        (campaign_id, annotator_id, judged, filled, day, today) VALUES (%s, %s, 1, %s, %s, 1)
+    ON CONFLICT (campaign_id, annotator_id) DO UPDATE SET judged = t.judged + 1,
+        filled = t.filled + excluded.filled,
+        today = CASE WHEN t.day = excluded.day THEN t.today + 1 ELSE 1 END, day = excluded.day"""
+_AT_ONCE = f"""WITH judgment AS ({_INSERT_JUDGMENT}),
+    comparison AS ({_COUNT_ON_COMPARISON}),
+    assignment AS ({_CLOSE_ASSIGNMENT}),
+    tally AS ({_COUNT_IN_TALLY})
+    SELECT id FROM judgment"""  # noqa: S608 - only the statements above
+
+
+def store(assignment: Assignment, fields: dict, fills: bool) -> Judgment:
+    """Store the judgment with these `fields` (JUDGMENT's, but the assignment's and the time)
+    and count it; `fills`: it brings the comparison to k judgments."""
+    now = timezone.now()
+    comparison = assignment.comparison
+    values = {
+        **fields,
+        "assignment_id": assignment.pk,
+        "comparison_id": comparison.pk,
+        "annotator_id": assignment.annotator_id,
+        "created_at": now,
+    }
+    statements = [
+        (_INSERT_JUDGMENT, [db_value(Judgment, name, values[name]) for name in JUDGMENT]),
+        (_COUNT_ON_COMPARISON, [comparison.pk]),
+        (
+            _CLOSE_ASSIGNMENT,
+            [Assignment.State.SUBMITTED, db_value(Assignment, "finished_at", now), assignment.pk],
+        ),
+        (
+            _COUNT_IN_TALLY,
+            [
+                comparison.campaign_id,
+                assignment.annotator_id,
+                int(fills),
+                db_value(AnnotatorTally, "day", timezone.localdate()),
+            ],
+        ),
+    ]
+    with bound_cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(_AT_ONCE, [value for _, params in statements for value in params])
+            (pk,) = cursor.fetchone()
+        else:
+            for sql, params in statements:
+                cursor.execute(sql, params)
+                if sql is _INSERT_JUDGMENT:
+                    (pk,) = cursor.fetchone()
+    judgment = Judgment(id=pk, **values)
+    judgment._state.adding, judgment._state.db = False, connection.alias
+    assignment.state, assignment.finished_at = Assignment.State.SUBMITTED, now
+    return judgment
