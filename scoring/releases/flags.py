@@ -15,9 +15,14 @@ companion's standing against the others changes; a drop every companion shares d
 two responses to one scenario cannot measure it.
 """
 
-import numpy as np
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from scenarios.taxonomy import RiskLevel
+
+if TYPE_CHECKING:  # numpy is imported where it computes: the page's formats load this module
+    import numpy as np
 
 ROUNDING = 1e-6  # Elo points: a difference this small is floating-point noise, not a sign
 
@@ -70,6 +75,8 @@ def present_groups(flags: dict | None) -> dict[str, list[str]]:
 
 def expanded_draws(draws: np.ndarray, present: np.ndarray, n: int) -> np.ndarray:
     """Bootstrap draws of a fit on the present companions as n_boot × n (NaN elsewhere)."""
+    import numpy as np
+
     full = np.full((draws.shape[0], n), np.nan)
     full[:, present] = draws
     return full
@@ -86,6 +93,8 @@ def _skip_reason(group: str, block: dict | None) -> str:
 def difference(section: dict, draws: dict, prefix: str, flag: str, level: float) -> dict:
     """Per companion Elo(from-group) − Elo(on-group) with its percentile interval from the
     paired draws, +1/−1 where the interval lies above/below 0 (None: not in both fits)."""
+    import numpy as np
+
     scope = FLAGS[flag][0]
     first, second = CONTRASTS[flag]
     blocks = [section.get(scope, {}).get(g) for g in (first, second)]

@@ -256,7 +256,7 @@ def test_import_preview_then_confirm(researcher_page):
     page.get_by_role("button", name="Import 99 new and 0 changed scenarios").click()
     expect(page).not_to_have_url(preview_url)
     expect(page).to_have_url(re.compile(r"/jobs/\d+/$"))
-    expect(page.locator("#job-progress .state")).to_have_text("Completed")
+    expect(page.locator("#job-progress .state")).to_have_text("Imported")
     expect(report.get_by_role("heading")).to_have_text("Imported: dialogue_emotion.jsonl")
     expect(page.locator("#count-created")).to_have_text("99")
     expect(page.locator("#confirm-import")).to_have_count(0)
