@@ -276,14 +276,11 @@ def annotator_monitoring(campaign: Campaign) -> dict:
 
 
 def _for_display(row: dict) -> None:
-    """Percentages and seconds for the monitoring table (None stays None: shown as a dash)."""
+    """Seconds for the monitoring table (None stays None: shown as a dash)."""
 
     def scaled(value, factor):
         return None if value is None else value * factor
 
-    row["consensus_pct"] = scaled(row["consensus_agreement"], 100)
-    row["gold_pct"] = scaled(row["gold_accuracy"], 100)
-    row["left_pct"] = scaled(row["left_rate"], 100)
     row["median_time_s"] = scaled(row["median_time_ms"], 1 / 1000)
     row["median_server_s"] = scaled(row["median_server_ms"], 1 / 1000)
     row["skip_text"] = ", ".join(f"{code} {n}" for code, n in row["skip_reasons"].items())

@@ -746,11 +746,11 @@ def test_detail_page_shows_hand_computed_monitoring_numbers(researcher_client, c
 
     row0 = cells(raters[0].username)
     assert '"per-hour">48.0<' in row0 and "1 min 5 s" in row0 and "1 min 30 s" in row0
-    assert "100% <span" in row0 and "(1/1)" in row0 and "67%" in row0
+    assert '"gold">1 of 1 (100%)<' in row0 and "(67%) <span" in row0
     assert "position" not in row0
     row1 = cells(raters[1].username)
-    assert '"per-hour">120.0<' in row1 and "30.0 s" in row1 and "0% <span" in row1
-    assert "100%" in row1 and "(9/9, p=0.004)" in row1 and "position: picks the left" in row1
+    assert '"per-hour">120.0<' in row1 and "30.0 s" in row1 and '"gold">0 of 1 (0%)<' in row1
+    assert "9 of 9 (100%) <span" in row1 and "· p=0.004" in row1 and "position: picks the left" in row1
     row2 = cells(raters[2].username)
     assert "(language 1)" in row2 and '"per-hour">—<' in row2
     assert "judgments over the hours spent on them" in page
