@@ -750,7 +750,9 @@ def test_detail_page_shows_hand_computed_monitoring_numbers(researcher_client, c
     assert "position" not in row0
     row1 = cells(raters[1].username)
     assert '"per-hour">120.0<' in row1 and "30.0 s" in row1 and '"gold">0 of 1 (0%)<' in row1
-    assert "9 of 9 (100%) <span" in row1 and "· p=0.004" in row1 and "position: picks the left" in row1
+    assert (
+        "9 of 9 (100%) <span" in row1 and "· p=0.004" in row1 and "position: picks the left" in row1
+    )
     row2 = cells(raters[2].username)
     assert "(language 1)" in row2 and '"per-hour">—<' in row2
     assert "judgments over the hours spent on them" in page
