@@ -46,7 +46,7 @@ def campaign_edit(request, pk):
     campaign = managed_campaign_or_404(request.user, pk)
     form = CampaignForm(request.POST or None, instance=campaign)
     if request.method == "POST" and form.is_valid():
-        question = campaigns.pool_removal_question(campaign, form)
+        question = campaigns.edit_question(campaign, form)
         if question and not confirmation.confirmed(request):
             return confirmation.ask(request, question, reverse("campaigns:edit", args=[pk]))
         campaign, job = campaigns.save_campaign(form, request.user)

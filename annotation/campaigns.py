@@ -132,9 +132,22 @@ def change_pool(campaign: Campaign, pool: str, add=(), remove=()) -> None:
         people.remove(*leaving)
 
 
-def pool_removal_question(campaign: Campaign, form) -> Question | None:
-    """What to ask before a valid edit form takes annotators out of the pool (None: it takes
-    nobody out). Call it before the form is saved."""
+def edit_question(campaign: Campaign, form) -> Question | None:
+    """What to ask before a valid edit form is saved (None: it takes nothing away): taking
+    annotators out of the pool, or changing the pairing of a campaign that has comparisons
+    (the rebuild removes those no longer called for, with their gold marks). Call it before
+    the form is saved."""
+    asked = [q for q in (_pool_removal(campaign, form), _pairing_change(campaign, form)) if q]
+    if len(asked) < 2:
+        return asked[0] if asked else None
+    return Question(
+        f"Save these changes to {campaign.name}?",
+        " ".join(f"{q.title} {q.consequence}" for q in asked),
+        "Save the changes",
+    )
+
+
+def _pool_removal(campaign: Campaign, form) -> Question | None:
     staying = {user.username for user in form.cleaned_data["annotators"]}
     leaving = sorted(set(campaign.annotators.values_list("username", flat=True)) - staying)
     if not leaving:
@@ -145,6 +158,19 @@ def pool_removal_question(campaign: Campaign, form) -> Question | None:
         "screen is refused and not saved. Their judgments so far are kept and still count; "
         "adding them back lets them go on.",
         "Save and remove them",
+    )
+
+
+def _pairing_change(campaign: Campaign, form) -> Question | None:
+    changed = form.changed_pairing_fields()
+    if not changed or not campaign.comparisons.exists():
+        return None
+    return Question(
+        f"Change how {campaign.name} pairs responses ({', '.join(changed)})?",
+        "A background job rebuilds its comparisons: those the new settings no longer call for "
+        "are deleted, with any gold mark on them; those that stay keep their gold marks, and "
+        "new ones are added.",
+        "Save and rebuild",
     )
 
 

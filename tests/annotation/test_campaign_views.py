@@ -249,11 +249,14 @@ def test_changing_pairing_before_judgments_rebuilds_and_keeps_gold(
         .first()
     )
     Comparison.objects.filter(pk=kept.pk).update(is_gold=True, gold_preference=1)
+    url = reverse("campaigns:edit", args=[campaign.pk])
+    data = form_data(campaign, companions=[first.pk, second.pk])
+    page = researcher_client.post(url, data).content.decode()
+    assert f"Change how {campaign.name} pairs responses (companions)?" in page
+    assert "deleted, with any gold mark on them" in page
+    assert campaign.companions.count() == 3 and not Job.objects.exists()  # nothing saved yet
     with django_capture_on_commit_callbacks(execute=True):
-        response = researcher_client.post(
-            reverse("campaigns:edit", args=[campaign.pk]),
-            form_data(campaign, companions=[first.pk, second.pk]),
-        )
+        response = researcher_client.post(url, {**data, "confirmed": "1"})
     job = Job.objects.get(kind="campaign_build")
     assert response["Location"] == reverse("job_detail", args=[job.pk])
     job.refresh_from_db()
