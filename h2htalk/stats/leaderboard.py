@@ -297,12 +297,14 @@ def scenario_cells(scenario, a, b, p, n_models: int) -> ScenarioCells:
         raise ValueError("a model cannot be compared with itself")
     if np.isnan(p).any() or (p < 0).any() or (p > 1).any():
         raise ValueError("probabilities must lie in [0, 1]")
-    swap = a > b
-    p_low = np.where(swap, 1 - p, p)
     # Pair and scenario codes by counting and hashing, not by sorting millions of rows; each
-    # array of a value per row is dropped once used (a release's judge has millions of rows).
-    code = np.where(swap, b, a).astype(np.int64, copy=False) * n_models + np.where(swap, a, b)
-    del swap
+    # array of a value per row is dropped once used and computed in place where it can be
+    # (a release's judge has millions of rows: each such array is tens of MB).
+    p_low = p.copy()
+    np.subtract(1, p, out=p_low, where=a > b)
+    code = np.minimum(a, b).astype(np.int64, copy=False)  # low · n_models + high
+    code *= n_models
+    code += np.maximum(a, b)
     seen = np.zeros(n_models * n_models, dtype=bool)
     seen[code] = True
     codes = np.flatnonzero(seen)
