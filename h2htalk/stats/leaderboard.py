@@ -305,6 +305,7 @@ def scenario_cells(scenario, a, b, p, n_models: int) -> ScenarioCells:
     code = np.minimum(a, b).astype(np.int64, copy=False)  # low · n_models + high
     code *= n_models
     code += np.maximum(a, b)
+    del a, b  # (freed here when the caller passed arrays it does not keep)
     seen = np.zeros(n_models * n_models, dtype=bool)
     seen[code] = True
     codes = np.flatnonzero(seen)
@@ -313,7 +314,9 @@ def scenario_cells(scenario, a, b, p, n_models: int) -> ScenarioCells:
     row, scenarios = _scenario_codes(scenario)
     shape = (len(scenarios), len(codes))
     if shape[0] * shape[1] <= DENSE_LIMIT:
-        flat = row.astype(np.int64, copy=False) * shape[1] + pair
+        flat = row.astype(np.int64, copy=False)  # row · pairs + pair
+        flat *= shape[1]
+        flat += pair
         del row, pair
         size = shape[0] * shape[1]
         wins = np.bincount(flat, weights=p_low, minlength=size).reshape(shape)
@@ -331,7 +334,9 @@ def _scenario_codes(scenario: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     release's pairs come by scenario) from where it changes, without hashing millions of ids."""
     if len(scenario) and (scenario[1:] >= scenario[:-1]).all():
         starts = np.r_[True, scenario[1:] != scenario[:-1]]
-        return np.cumsum(starts) - 1, scenario[starts]
+        codes = np.cumsum(starts)
+        codes -= 1
+        return codes, scenario[starts]
     row, groups = pd.factorize(scenario, sort=True)
     return row, np.asarray(groups)
 
