@@ -243,6 +243,35 @@ class ScenarioCells:
     high: np.ndarray
     n_models: int
     once: bool = False  # dense, and every pair once on every scenario (games all 1)
+    scenarios: np.ndarray | None = None  # S: the scenario of each row, in order
+
+    def part(self, rows: np.ndarray) -> tuple["ScenarioCells", np.ndarray]:
+        """The cells scenario_cells builds from these rows' scenarios alone (the same numbers:
+        only the pairs played there, the models that play renumbered in order), and the
+        positions here of those models. A slice of a release is cut from the whole's cells
+        instead of re-selecting its rows among millions of judge pairs."""
+        rows = np.asarray(rows, dtype=np.int64)  # distinct, in order
+        whole = len(rows) == self.games.shape[0]
+        games = self.games if whole else self.games[rows]
+        played = np.asarray(games.sum(axis=0)).ravel() > 0
+        low, high = self.low[played], self.high[played]
+        n = self.n_models
+        present = np.flatnonzero(np.bincount(low, minlength=n) + np.bincount(high, minlength=n))
+        if whole and played.all() and len(present) == n:
+            return self, present  # nothing to cut
+        pairs = np.flatnonzero(played)
+        if sparse.issparse(games):
+            wins, games = self.wins[rows][:, pairs], games[:, pairs]
+            if wins.shape[0] * wins.shape[1] <= DENSE_LIMIT:
+                wins, games = wins.toarray(), games.toarray()
+        else:
+            wins, games = self.wins[np.ix_(rows, pairs)], games[:, pairs]
+        scenarios = None if self.scenarios is None else self.scenarios[rows]
+        local = np.full(n, -1)
+        local[present] = np.arange(len(present))
+        once = not sparse.issparse(games) and bool((games == 1).all())
+        part = ScenarioCells(wins, games, local[low], local[high], len(present), once, scenarios)
+        return part, present
 
     def totals(self, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(wins, games) per pair for a batch of scenario weights (B × S)."""
@@ -268,21 +297,26 @@ def scenario_cells(scenario, a, b, p, n_models: int) -> ScenarioCells:
         raise ValueError("a model cannot be compared with itself")
     if np.isnan(p).any() or (p < 0).any() or (p > 1).any():
         raise ValueError("probabilities must lie in [0, 1]")
-    swap = a > b
-    p_low = np.where(swap, 1 - p, p)
     # Pair and scenario codes by counting and hashing, not by sorting millions of rows; each
-    # array of a value per row is dropped once used (a release's judge has millions of rows).
-    code = np.where(swap, b, a).astype(np.int64, copy=False) * n_models + np.where(swap, a, b)
-    del swap
+    # array of a value per row is dropped once used and computed in place where it can be
+    # (a release's judge has millions of rows: each such array is tens of MB).
+    p_low = p.copy()
+    np.subtract(1, p, out=p_low, where=a > b)
+    code = np.minimum(a, b).astype(np.int64, copy=False)  # low · n_models + high
+    code *= n_models
+    code += np.maximum(a, b)
+    del a, b  # (freed here when the caller passed arrays it does not keep)
     seen = np.zeros(n_models * n_models, dtype=bool)
     seen[code] = True
     codes = np.flatnonzero(seen)
     pair = (np.cumsum(seen) - 1)[code]
     del code
-    row, n_scenarios = _scenario_codes(scenario)
-    shape = (n_scenarios, len(codes))
+    row, scenarios = _scenario_codes(scenario)
+    shape = (len(scenarios), len(codes))
     if shape[0] * shape[1] <= DENSE_LIMIT:
-        flat = row.astype(np.int64, copy=False) * shape[1] + pair
+        flat = row.astype(np.int64, copy=False)  # row · pairs + pair
+        flat *= shape[1]
+        flat += pair
         del row, pair
         size = shape[0] * shape[1]
         wins = np.bincount(flat, weights=p_low, minlength=size).reshape(shape)
@@ -292,17 +326,19 @@ def scenario_cells(scenario, a, b, p, n_models: int) -> ScenarioCells:
         games = sparse.csr_matrix((np.ones_like(p_low), (row, pair)), shape=shape)
     pair_low, pair_high = np.divmod(codes, n_models)
     once = not sparse.issparse(games) and bool((games == 1).all())
-    return ScenarioCells(wins, games, pair_low, pair_high, n_models, once)
+    return ScenarioCells(wins, games, pair_low, pair_high, n_models, once, scenarios)
 
 
-def _scenario_codes(scenario: np.ndarray) -> tuple[np.ndarray, int]:
-    """The codes of pd.factorize(scenario, sort=True) and how many; a sorted column (a
+def _scenario_codes(scenario: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """pd.factorize(scenario, sort=True): the codes and the scenarios; a sorted column (a
     release's pairs come by scenario) from where it changes, without hashing millions of ids."""
     if len(scenario) and (scenario[1:] >= scenario[:-1]).all():
         starts = np.r_[True, scenario[1:] != scenario[:-1]]
-        return np.cumsum(starts) - 1, int(starts.sum())
+        codes = np.cumsum(starts)
+        codes -= 1
+        return codes, scenario[starts]
     row, groups = pd.factorize(scenario, sort=True)
-    return row, len(groups)
+    return row, np.asarray(groups)
 
 
 def scenario_strengths(
@@ -318,6 +354,14 @@ def scenario_strengths(
     """Bradley–Terry from fractional outcomes (p wins for a, 1 − p for b); the bootstrap
     resamples scenarios with replacement (multinomial scenario weights)."""
     cells = scenario_cells(scenario, a, b, p, n_models)
+    return cell_strengths(cells, n_boot, level, seed)
+
+
+def cell_strengths(
+    cells: ScenarioCells, n_boot: int = N_BOOT, level: float = LEVEL, seed: int = 0
+) -> Strengths:
+    """scenario_strengths from the per-scenario cells (scenario_cells, or a part of them)."""
+    n_models = cells.n_models
     n_scenarios = cells.wins.shape[0]
     ones = np.ones((1, n_scenarios))
     pair_wins, pair_games = cells.totals(ones)

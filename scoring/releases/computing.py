@@ -53,28 +53,30 @@ def _present(a: np.ndarray, b: np.ndarray, n: int) -> np.ndarray:
     return np.flatnonzero(np.bincount(a, minlength=n) + np.bincount(b, minlength=n))
 
 
-def _vote_block(frame, index, n, data, name, minimum, draws=None) -> dict:
-    votes = len(frame)
-    block = {"votes": votes, "comparisons": int(frame["comparison"].nunique()) if votes else 0}
-    if votes == 0:
+def _vote_block(votes: dict, rows, n, data, name, minimum, draws=None) -> dict:
+    """The Bradley–Terry fit of the votes in `rows` (a mask over the arrays of `votes`:
+    a and b, the companions' positions, outcome_a and comparison)."""
+    a, b = votes["a"][rows], votes["b"][rows]
+    count = len(a)
+    block = {"votes": count, "comparisons": len(np.unique(votes["comparison"][rows]))}
+    if count == 0:
         return {**block, "skipped": "no human votes"}
-    a = index.get_indexer(frame["companion_a"])
-    b = index.get_indexer(frame["companion_b"])
     present = _present(a, b, n)
     if len(present) < 2:
         return {**block, "skipped": "fewer than two companions with votes"}
-    if minimum and votes < max(minimum, MIN_VOTES_PER_COMPANION * len(present)):
+    if minimum and count < max(minimum, MIN_VOTES_PER_COMPANION * len(present)):
         needed = max(minimum, MIN_VOTES_PER_COMPANION * len(present))
         return {
             **block,
-            "skipped": f"only {votes} human votes (a fit needs {needed}: at least {minimum} "
+            "skipped": f"only {count} human votes (a fit needs {needed}: at least {minimum} "
             f"and {MIN_VOTES_PER_COMPANION} per companion)",
         }
-    local = {int(k): pos for pos, k in enumerate(present)}
+    local = np.full(n, -1)
+    local[present] = np.arange(len(present))
     strengths = stats.vote_strengths(
-        [local[int(k)] for k in a],
-        [local[int(k)] for k in b],
-        _outcome_a(frame["preference"]),
+        local[a],
+        local[b],
+        votes["outcome_a"][rows],
         len(present),
         n_boot=data.n_boot,
         level=data.level,
@@ -85,13 +87,33 @@ def _vote_block(frame, index, n, data, name, minimum, draws=None) -> dict:
     return {**block, **_masked(strengths, present, n)}
 
 
-def _judge_block(frame, index, n, data, name, minimum_scenarios, draws=None) -> dict:
-    finite = np.isfinite(frame["p_a"].to_numpy(dtype=float))
-    usable = frame if finite.all() else frame[finite]
+class _JudgeCells:
+    """The judge's usable pairs (finite P) as per-scenario cells over every companion, built
+    once; a group's fit cuts its scenarios' rows from them (stats.ScenarioCells.part)."""
+
+    def __init__(self, population: pd.DataFrame, index: pd.Index):
+        p = population["p_a"].to_numpy(dtype=float)
+        finite = np.isfinite(p)
+        usable, p = (population, p) if finite.all() else (population[finite], p[finite])
+        self.cells = stats.scenario_cells(
+            usable["scenario"].to_numpy(),
+            index.get_indexer(usable["companion_a"]),
+            index.get_indexer(usable["companion_b"]),
+            p,
+            len(index),
+        )
+        self.pairs = np.asarray(self.cells.games.sum(axis=1)).ravel()  # usable pairs per row
+        self.missing = population["scenario"].to_numpy()[~finite]  # a row per missing P
+
+
+def _judge_block(judge: _JudgeCells, parts, n, data, name, minimum_scenarios, draws=None):
+    """The scenario-bootstrap fit of the judge on the scenarios in `parts` (masks over the
+    cells' rows and over the pairs without a prediction)."""
+    rows, missing = np.flatnonzero(parts[0]), parts[1]
     block = {
-        "pairs": len(usable),
-        "without_prediction": len(frame) - len(usable),
-        "scenarios": int(usable["scenario"].nunique()) if len(usable) else 0,
+        "pairs": int(judge.pairs[rows].sum()),
+        "without_prediction": int(np.count_nonzero(missing)),
+        "scenarios": len(rows),
     }
     if block["scenarios"] < minimum_scenarios:
         return {
@@ -99,23 +121,11 @@ def _judge_block(frame, index, n, data, name, minimum_scenarios, draws=None) -> 
             "skipped": f"the judge scored pairs on {block['scenarios']} scenario(s) "
             f"(fewer than {minimum_scenarios})",
         }
-    a = index.get_indexer(usable["companion_a"])
-    b = index.get_indexer(usable["companion_b"])
-    present = _present(a, b, n)
+    cells, present = judge.cells.part(rows)
     if len(present) < 2:
         return {**block, "skipped": "fewer than two companions with judge predictions"}
-    local = np.full(n, -1)
-    local[present] = np.arange(len(present))
-    a, b = local[a], local[b]  # (millions of rows: the global positions are dropped)
-    strengths = stats.scenario_strengths(
-        usable["scenario"].to_numpy(),
-        a,
-        b,
-        usable["p_a"].to_numpy(dtype=float),
-        len(present),
-        n_boot=data.n_boot,
-        level=data.level,
-        seed=stats.derived_seed(data.seed, name),
+    strengths = stats.cell_strengths(
+        cells, n_boot=data.n_boot, level=data.level, seed=stats.derived_seed(data.seed, name)
     )
     if draws is not None:
         draws[name] = flags.expanded_draws(strengths.draws, present, n)
@@ -251,38 +261,52 @@ def _slicings(data: ReleaseData, groups: dict) -> list[tuple[str, list, dict, st
     ]
 
 
-def _by_group(frame: pd.DataFrame, data: ReleaseData, groups: dict, fit, prefix, minimum) -> dict:
-    """`fit(part, name, minimum)` on the part of the frame in each group of every slicing."""
+def _by_group(columns: tuple, data: ReleaseData, groups: dict, fit, prefix, minimum) -> dict:
+    """`fit(parts, name, minimum)` for each group of every slicing, `parts` masking the
+    entries of each array of scenario ids in `columns` that are in the group: the arrays are
+    coded once per slicing, and a fit selects from arrays already built."""
     out = {}
     for scope, labels, label_of, tag in _slicings(data, groups):
-        codes = _group_codes(frame["scenario"], label_of, labels)
+        codes = [_group_codes(column, label_of, labels) for column in columns]
         out[scope] = {
-            g: fit(frame[codes == k], f"{prefix}/{tag}{g}", minimum) for k, g in enumerate(labels)
+            g: fit([c == k for c in codes], f"{prefix}/{tag}{g}", minimum)
+            for k, g in enumerate(labels)
         }
     return out
 
 
 def _human_section(data: ReleaseData, index: pd.Index, groups: dict, draws: dict) -> dict:
-    def fit(frame, name, minimum):
-        return _vote_block(frame, index, len(index), data, name, minimum, draws)
+    frame = data.votes
+    votes = {
+        "a": index.get_indexer(frame["companion_a"]),
+        "b": index.get_indexer(frame["companion_b"]),
+        "outcome_a": _outcome_a(frame["preference"]),
+        "comparison": frame["comparison"].to_numpy(),
+    }
 
+    def fit(parts, name, minimum):
+        return _vote_block(votes, parts[0], len(index), data, name, minimum, draws)
+
+    scenario = frame["scenario"].to_numpy()
     return {
-        "overall": fit(data.votes, "human/overall", 0),
-        **_by_group(data.votes, data, groups, fit, "human", MIN_GROUP_VOTES),
+        "overall": fit([np.ones(len(frame), dtype=bool)], "human/overall", 0),
+        **_by_group((scenario,), data, groups, fit, "human", MIN_GROUP_VOTES),
     }
 
 
 def _judge_section(data: ReleaseData, index: pd.Index, groups: dict, draws: dict) -> dict | None:
     if data.population is None:
         return None
+    judge = _JudgeCells(data.population, index)
 
-    def fit(frame, name, minimum):
-        return _judge_block(frame, index, len(index), data, name, minimum, draws)
+    def fit(parts, name, minimum):
+        return _judge_block(judge, parts, len(index), data, name, minimum, draws)
 
+    columns = (judge.cells.scenarios, judge.missing)
     return {
         **data.judge,
-        "overall": fit(data.population, "judge/overall", 2),
-        **_by_group(data.population, data, groups, fit, "judge", MIN_GROUP_SCENARIOS),
+        "overall": fit([np.ones(len(c), dtype=bool) for c in columns], "judge/overall", 2),
+        **_by_group(columns, data, groups, fit, "judge", MIN_GROUP_SCENARIOS),
     }
 
 

@@ -85,17 +85,22 @@ def population_pairs(inputs: dict) -> pd.DataFrame:
         i, j = triu[size]
         first.append(start + i)
         second.append(start + j)
+    # Millions of rows: each side's positions are dropped as soon as its columns are taken.
     first = np.concatenate(first) if first else np.zeros(0, int)
+    scenario, companion_a, response_a = scenario[first], companion[first], response[first]
+    del first
     second = np.concatenate(second) if second else np.zeros(0, int)
+    companion_b, response_b = companion[second], response[second]
+    del second
     return pd.DataFrame(
         {
-            "scenario": scenario[first],
-            "companion_a": companion[first],
-            "companion_b": companion[second],
-            "response_a": response[first],
-            "response_b": response[second],
+            "scenario": scenario,
+            "companion_a": companion_a,
+            "companion_b": companion_b,
+            "response_a": response_a,
+            "response_b": response_b,
         },
-        copy=False,  # a column per array: millions of rows, and no copy into one block
+        copy=False,  # a column per array: no copy into one block
     )
 
 
