@@ -109,12 +109,17 @@ def _scenarios() -> list:
     from scenarios.taxonomy import Subtask
 
     subtasks = Subtask.values  # the 11 subtasks in turn
+    risks = ["low", "medium", "high"]
 
     scenarios = []
     for k in range(SCENARIOS):
+        # Flags as a release slices them: a fifth implicit, a tenth evolving, one in eight at risk.
         scenario = Scenario(
             external_id=f"b{k:05d}",
             subtask=subtasks[k % len(subtasks)],
+            implicit_need=k % 5 == 1,
+            evolving_need=k % 10 == 3,
+            risk_level=risks[(k // 8) % 3] if k % 8 == 5 else "none",
             user_message=f"Bench message {k}: a long week, and tomorrow looks no better.",
             reference_response=f"Reference answer {k}: that sounds exhausting, tell me more.",
             language="en",
