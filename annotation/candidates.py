@@ -145,8 +145,12 @@ _CLAIM = """INSERT INTO annotation_assignment (key, comparison_id, annotator_id,
 def claim(user, campaign, batch: list[Comparison], now) -> Assignment | None:
     """A new assignment of the first comparison of `batch` (locked, in queue order) that still
     has a free slot (gold: the first), with the comparison in its fields cache; None when all
-    are full with judgments and live leases."""
+    are full with judgments and live leases.
+
+    The ids are padded to a full batch with the last one, so the statement has one text and
+    PostgreSQL prepares it whatever the batch size."""
     ids = [c.pk for c in batch]
+    ids += ids[-1:] * (2 * CANDIDATES_PER_LOCK - len(ids))
     sql = _CLAIM.format(
         open=Assignment.State.OPEN.value,
         ids=", ".join(["%s"] * len(ids)),
