@@ -7,8 +7,10 @@ pass every role check), and a `world` (tests/test_permissions.py) gives every ki
 path parameters point at those objects, so the fuzzed bodies and query strings reach real
 ones rather than 404s. Any 5xx is a bug.
 
-HOSTILE_API_EXAMPLES sets the examples per operation (default 8; the whole module takes a
-couple of minutes).
+Host names in fuzzed base URLs are not looked up in DNS (tests/hostile/conftest.py).
+
+HOSTILE_API_EXAMPLES sets the examples per operation (default 8; the whole module takes about
+a minute).
 """
 
 import json
