@@ -31,7 +31,7 @@ from django.test import Client
 from django.urls import reverse
 from rest_framework.authtoken.models import Token
 
-from annotation import queue
+from annotation import candidates, queue
 from annotation.blinding import scenario_payload
 from annotation.models import Assignment, Campaign
 from scenarios.models import Response
@@ -186,7 +186,9 @@ def token_client(user) -> Client:
 def seeded(monkeypatch):
     """Shuffle keys and start points (secrets.randbits) and screen sides, from fixed seeds."""
     monkeypatch.setattr(secrets, "randbits", random.Random(11).getrandbits)
-    monkeypatch.setattr(queue, "random", random.Random(12))
+    draws = random.Random(12)  # gold or not (the queue), then the side (the claim)
+    monkeypatch.setattr(queue, "random", draws)
+    monkeypatch.setattr(candidates, "random", draws)
 
 
 class Screen:

@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
-from annotation import queue
+from annotation import candidates, queue
 from annotation.models import RATING_DIMENSIONS, Assignment, Campaign, Comparison, Judgment
 from scenarios.models import CompanionModel, Response, Scenario
 from tests.annotation import factories
@@ -48,7 +48,8 @@ def post(client, url, data=None):
 
 
 class Layouts:
-    """Stands in for the queue's `random`: left = A and left = B in turn, two draws each.
+    """Stands in for `random` in the queue (gold or not) and in the claim (the side):
+    left = A and left = B in turn, two draws each.
 
     With a gold share every hand-out draws twice (gold?, then the side), so the pairs keep
     the layouts alternating; gold_share 1.0 still always asks for gold.
@@ -63,7 +64,9 @@ class Layouts:
 
 @pytest.fixture
 def layouts(monkeypatch):
-    monkeypatch.setattr(queue, "random", Layouts())
+    draws = Layouts()
+    monkeypatch.setattr(queue, "random", draws)
+    monkeypatch.setattr(candidates, "random", draws)
 
 
 @pytest.fixture
