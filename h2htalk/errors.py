@@ -1,4 +1,5 @@
-"""The error pages (403, 404, 500, 503) in the site's layout, each saying why and linking back.
+"""The error pages (403, 404, 500, 503, and a form refused for its CSRF token) in the site's
+layout, each saying why and linking back.
 
 403 and 404 are rendered with the request, so the navigation shows the user's roles. 500 and
 503 are rendered without it: they may be answering because the database is away, so nothing on
@@ -47,6 +48,19 @@ def page(request, status: int, *, reason: str = "", with_request: bool = True, *
 
 def permission_denied(request, exception=None):
     return page(request, 403, reason=_message(exception))
+
+
+CSRF_REASON = (
+    "This form could not be sent: its security token is missing or out of date. That happens "
+    "when a page stays open across a log-in or log-out, or cookies are blocked. Go back, reload "
+    "the page and send it again."
+)
+
+
+def csrf_failure(request, reason=""):
+    """CSRF_FAILURE_VIEW: the 403 page with what to do, not Django's bare page (Django's own
+    `reason` names the check that failed; it goes to the log, not to the page)."""
+    return page(request, 403, reason=CSRF_REASON)
 
 
 def page_not_found(request, exception=None):

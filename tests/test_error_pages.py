@@ -63,6 +63,19 @@ def test_the_api_keeps_its_json_403(annotator):
     assert "detail" in response.json()
 
 
+def test_a_form_refused_for_its_csrf_token_gets_the_403_page_with_what_to_do(annotator):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(annotator)
+    came_from = "http://testserver/rate/"
+    response = client.post(reverse("logout"), HTTP_REFERER=came_from)
+    assert response.status_code == 403
+    html = response.content.decode()
+    assert_in_layout(html)
+    assert "security token is missing or out of date" in html
+    assert f'<a href="{came_from}">Back to the previous page</a>' in html
+    assert "CSRF verification failed" not in html  # not Django's bare page
+
+
 def test_404_says_what_was_not_found(annotator, client):
     client.force_login(annotator)
     response = client.get(reverse("annotation:rate", args=[987654]))
