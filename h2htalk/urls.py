@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView
 
 from . import views
 from .accounts import views as accounts
@@ -40,10 +40,6 @@ urlpatterns = [
     path("releases/", include("scoring.releases.urls")),
     path("api/", include("h2htalk.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api_schema"),
-    path(
-        "api/docs/",
-        SpectacularSwaggerView.as_view(url_name="api_schema", template_name="api_docs.html"),
-        name="api_docs",
-    ),
+    path("api/docs/", views.api_docs, name="api_docs"),
     path("django-admin/", admin.site.urls),
 ]

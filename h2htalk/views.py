@@ -1,5 +1,7 @@
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import redirect_to_login
 from django.shortcuts import redirect, render
+from drf_spectacular.views import SpectacularSwaggerView
 
 from . import jobs, sweeper
 from .roles import ADMIN, ANNOTATOR, RESEARCHER, role_required, user_roles
@@ -36,3 +38,14 @@ def job_progress(request, pk):
     if job.is_finished:
         response["HX-Refresh"] = "true"  # reload once to show the result section
     return response
+
+
+_swagger = SpectacularSwaggerView.as_view(url_name="api_schema", template_name="api_docs.html")
+
+
+def api_docs(request, *args, **kwargs):
+    """The API's docs page: a browser without a session goes to the login page and comes
+    back (DRF would answer a bare 401); a request with a token is DRF's to judge."""
+    if not request.user.is_authenticated and "HTTP_AUTHORIZATION" not in request.META:
+        return redirect_to_login(request.get_full_path())
+    return _swagger(request, *args, **kwargs)

@@ -500,6 +500,12 @@ def test_docs_render_from_local_static_files(api, settings):
     assert reverse("api_schema") in html
 
 
+def test_docs_page_sends_a_browser_without_a_session_to_log_in(client):
+    response = client.get(reverse("api_docs"))
+    assert response.status_code == 302
+    assert response["Location"] == f"{reverse('login')}?next={reverse('api_docs')}"
+
+
 def test_docs_page_has_the_site_navigation(api):
     html = api.get(reverse("api_docs")).content.decode()
     assert '<header class="topbar">' in html
