@@ -270,6 +270,23 @@ def test_worse_than_the_composite_is_said_plainly():
     assert sentence.startswith("The calibrated judge is worse than the paper's composite")
 
 
+@pytest.mark.parametrize(
+    ("point", "low", "high", "start"),
+    [
+        (-0.05, -0.08, -0.01, "The calibrated judge beats the paper's composite"),
+        (-0.01, -0.04, 0.02, "The calibrated judge and the paper's composite are not told apart"),
+        (0.01, -0.02, 0.04, "The calibrated judge is worse than the paper's composite"),
+        (0.05, 0.02, 0.08, "The calibrated judge is worse than the paper's composite"),
+    ],
+)
+def test_the_verdict_claims_only_what_the_interval_shows(point, low, high, start):
+    metrics = {"calibrated": {"log_loss": 0.6}, "composite": {"log_loss": 0.6 - point}}
+    composite = {"log_loss_difference": point, "low": low, "high": high, "worse": point > 0}
+    sentence = verdict_sentence(metrics, {"composite": composite})
+    assert sentence.startswith(start), sentence
+    assert ("includes 0" in sentence) == (low <= 0 <= high)
+
+
 def test_votes_frame_uses_the_agreement_majority():
     judgments = pd.DataFrame(
         {

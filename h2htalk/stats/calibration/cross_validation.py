@@ -224,7 +224,8 @@ def compare_judges(
 
 
 def verdict_sentence(metrics: dict, comparison: dict) -> str:
-    """One plain sentence: is the calibrated judge better than the paper's composite held out?"""
+    """One plain sentence: is the calibrated judge better than the paper's composite held out?
+    "Beats" only when the whole interval of the log-loss difference is below 0."""
     if "composite" not in comparison or metrics.get("composite") is None:
         return "No composite to compare with: the paper's composite needs reference metrics."
     c = comparison["composite"]
@@ -234,10 +235,16 @@ def verdict_sentence(metrics: dict, comparison: dict) -> str:
         f"{c['high']:+.3f} by resampling scenarios"
     )
     if c["worse"]:
+        margin = "" if c["low"] > 0 else ", though the interval includes 0"
         return (
             f"The calibrated judge is worse than the paper's composite on held-out data "
-            f"(log-loss {ours:.3f} vs {theirs:.3f}; {interval}): do not use it in place of "
-            "the composite."
+            f"(log-loss {ours:.3f} vs {theirs:.3f}; {interval}{margin}): do not use it in place "
+            "of the composite."
+        )
+    if c["high"] >= 0:
+        return (
+            f"The calibrated judge and the paper's composite are not told apart on held-out "
+            f"data (log-loss {ours:.3f} vs {theirs:.3f}; {interval}, which includes 0)."
         )
     return (
         f"The calibrated judge beats the paper's composite on held-out data (log-loss "
