@@ -4,8 +4,10 @@ without the choice (or frozen before it existed) check as before, and the page, 
 the API show it."""
 
 import csv
+import dataclasses
 import io
 
+import pandas as pd
 import pytest
 from django.urls import reverse
 from rest_framework.test import APIClient
@@ -14,8 +16,10 @@ from h2htalk import provenance
 from h2htalk.stats.style_features import FEATURES, features
 from scenarios.models import Response
 from scoring.models import Release, ReleaseResult
-from scoring.releases import formats, freezing, style_tables
+from scoring.releases import formats, freezing, style, style_tables
 from scoring.releases import service as releases
+from scoring.releases.computing import _outcome_a
+from scoring.releases.data import load_data
 from tests.annotation import factories as campaign_factories
 from tests.scoring.test_release_pipeline import make_release, rated_world
 
@@ -164,3 +168,35 @@ def test_the_form_and_the_api_take_the_choice(client, researcher, world):
     default = api.post("/api/releases/", {**body, "name": "Default", "n_boot": 100})
     assert default.json()["style_control"] is False
     assert "style_control" not in default.json()["results"]
+
+
+def test_renumbered_companions_and_scenarios_give_the_same_section_bit_for_bit(styled):
+    data = load_data(styled)
+    companion = {pk: 1000 - pk for pk, _ in data.companions}  # reversed order of ids
+    scenario = {pk: 50_000 - pk for pk in data.style.scenario_keys}
+    votes = data.votes.assign(
+        companion_a=data.votes["companion_a"].map(companion),
+        companion_b=data.votes["companion_b"].map(companion),
+        scenario=data.votes["scenario"].map(scenario),
+    )
+    keys = {
+        scenario[pk]: f"{key.split('/')[0]}/{scenario[pk]:012d}"
+        for pk, key in data.style.scenario_keys.items()
+    }
+    renumbered = dataclasses.replace(
+        data,
+        companions=sorted((companion[pk], name) for pk, name in data.companions),
+        votes=votes,
+        style=dataclasses.replace(data.style, scenario_keys=keys),
+    )
+    before = style.section(
+        data, pd.Index([c for c, _ in data.companions]), _outcome_a(votes["preference"])
+    )
+    ids = [c for c, _ in renumbered.companions]
+    after = style.section(renumbered, pd.Index(ids), _outcome_a(votes["preference"]))
+    back = [ids.index(companion[pk]) for pk, _ in data.companions]  # old position → new
+    for fit in ("plain", "controlled"):
+        for key in ("elo", "low", "high", "rank", "games"):
+            assert [after[fit][key][k] for k in back] == before[fit][key]
+    assert after["covariates"] == before["covariates"]
+    assert before["plain"]["elo"] == styled.result.data["style_control"]["plain"]["elo"]
