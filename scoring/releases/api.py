@@ -43,6 +43,7 @@ class ReleaseSerializer(serializers.ModelSerializer):
             "judge_name",
             "seed",
             "n_boot",
+            "style_control",
             "is_demo",
             "state",
             "message",
@@ -124,6 +125,11 @@ class ReleaseCreateSerializer(serializers.Serializer):
     )
     seed = serializers.IntegerField(min_value=0, max_value=2**31 - 1, default=0)
     n_boot = serializers.IntegerField(min_value=MIN_BOOT, max_value=MAX_BOOT, default=1000)
+    style_control = serializers.BooleanField(
+        default=False,
+        help_text="Also rank the companions with the responses' presentation held fixed "
+        '(results.style_control; README, "Style control").',
+    )
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -207,6 +213,7 @@ class ReleaseViewSet(
             judge=data.get("judge"),
             seed=data["seed"],
             n_boot=data["n_boot"],
+            style_control=data["style_control"],
             user=request.user,
         )
         release = self.get_queryset().select_related("result").get(pk=release.pk)

@@ -15,7 +15,7 @@ from threadpoolctl import threadpool_limits
 from h2htalk.stats import leaderboard as stats
 from scenarios.taxonomy import Dimension, Subtask, dimension_of
 from scoring.metrics.composite import separation
-from scoring.releases import flags
+from scoring.releases import flags, style
 from scoring.releases.data import NO_JUDGE, ReleaseData
 
 RESULTS_SCHEMA = "h2htalk.release-results/1"
@@ -429,4 +429,6 @@ def _compute_results(data: ReleaseData) -> dict:
     if data.flags is not None:  # releases frozen without flags (inputs /1): absent
         results["flags"] = flags.present_groups(data.flags)
         results["flag_differences"] = flags.differences(human, judge, draws, data.level)
+    if data.style is not None:  # releases frozen without style control: absent
+        results["style_control"] = style.section(data, index, _outcome_a(data.votes["preference"]))
     return stats.json_safe(results)

@@ -19,6 +19,7 @@ from scoring.releases.freezing import (
     exclusion_summary,
     other_text_note,
 )
+from scoring.releases.style import StyleData, style_data
 
 PAIR_CHUNK = 50_000  # judge pairs scored at once
 
@@ -44,6 +45,7 @@ class ReleaseData:
     exclusions: dict | None = None  # exclusion_summary of the inputs (None: frozen before)
     on_other_text: int | None = None  # judgments left out, made on an earlier scenario text
     flags: dict[str, dict[int, object]] | None = None  # flag → {scenario: value} (None: /1)
+    style: StyleData | None = None  # frozen presentation features (None: no style control)
 
 
 def representatives(inputs: dict) -> pd.DataFrame:
@@ -255,6 +257,7 @@ def load_data(release: Release, progress=None) -> ReleaseData:
         exclusions=exclusion_summary(inputs),
         on_other_text=inputs.get("judgments_on_other_text"),
         flags=scenario_flags(inputs),
+        style=style_data(inputs),
     )
     note = exclusion_note(data.exclusions)
     if note:

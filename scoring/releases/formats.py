@@ -7,6 +7,7 @@ from pathlib import Path
 
 from h2htalk import csvexport
 from scoring.models import Release
+from scoring.releases import style_tables
 from scoring.releases.flags import FLAGS
 from scoring.releases.flags import LABELS as FLAG_LABELS
 from scoring.releases.freezing import LEVEL, NO_JUDGE, exclusion_note, other_text_note
@@ -361,6 +362,7 @@ def to_markdown(release: Release) -> str:
         title = f"Per {FLAG_LABELS.get(scope, scope).lower()}"
         lines += _markdown_groups(data, rows, scope, key, title, groups)
     lines += _markdown_struggles(data)
+    lines += style_tables.markdown(data, _md)
     return "\n".join(lines) + "\n"
 
 
@@ -420,7 +422,13 @@ def file_stem(release: Release) -> str:
     return f"release-{release.pk}-{slug[:60] or 'release'}"
 
 
-FILES = {"csv": to_csv, "json": to_json, "md": to_markdown, "differences.csv": to_differences_csv}
+FILES = {
+    "csv": to_csv,
+    "json": to_json,
+    "md": to_markdown,
+    "differences.csv": to_differences_csv,
+    "style.csv": style_tables.to_csv,  # only the header: a release without style control
+}
 
 
 CONTENT_TYPES = {
@@ -428,6 +436,7 @@ CONTENT_TYPES = {
     "json": "application/json",
     "md": "text/markdown; charset=utf-8",
     "differences.csv": "text/csv; charset=utf-8",
+    "style.csv": "text/csv; charset=utf-8",
 }
 
 

@@ -1,6 +1,7 @@
 """The form that freezes a new benchmark release."""
 
 from django import forms
+from django.utils.translation import gettext_lazy as _
 
 from annotation.access import managed_campaigns
 from h2htalk.formfields import ModelMultipleChoiceField
@@ -36,6 +37,17 @@ class ReleaseForm(forms.Form):
     seed = forms.IntegerField(min_value=0, max_value=2**31 - 1, initial=0)
     n_boot = forms.IntegerField(
         label="Bootstrap draws", min_value=MIN_BOOT, max_value=MAX_BOOT, initial=1000
+    )
+    style_control = forms.BooleanField(
+        label=_("Style control"),
+        required=False,
+        initial=False,
+        help_text=_(
+            "Also rank the companions with the responses' presentation held fixed: length, "
+            "Markdown lists and headers, persona actions in parentheses, emoji and question "
+            "marks enter the Bradley–Terry fit as covariates (Chatbot Arena's method). Shown "
+            "beside the plain human ranking, with each covariate's effect."
+        ),
     )
 
     def __init__(self, *args, user=None, **kwargs):

@@ -24,7 +24,10 @@ A release freezes, in `Release.inputs` (schema INPUTS_SCHEMA), ids and content h
 - the calibrated judge (id, name, version, sha256 of its canonical document) and, when its
   features include LLM verdicts, the sha256 of those verdicts;
 - `metrics_sha256`: the sha256 of the stored reference metrics (MetricScore.values) of the
-  release's responses, which the composite and the judge's features are computed from.
+  release's responses, which the composite and the judge's features are computed from;
+- style: the choice of style control (null: off) and, when on, the presentation features of
+  the comparisons' responses counted from their texts (scoring.releases.style); releases frozen
+  before the choice existed have no such section.
 The fingerprint is the sha256 of the canonical JSON of all that (keys sorted, no spaces, UTF-8).
 """
 
@@ -142,9 +145,17 @@ def judge_entry(judge: CalibratedJudge | None, response_ids) -> dict | None:
 
 
 def freeze(
-    campaign, companions, anchor, judge=None, seed: int = 0, n_boot: int = stats.N_BOOT
+    campaign,
+    companions,
+    anchor,
+    judge=None,
+    seed: int = 0,
+    n_boot: int = stats.N_BOOT,
+    style_control: bool = False,
 ) -> dict:
     """The inputs of a release (see the module docstring), read from the database now."""
+    from scoring.releases import style  # numpy: not when the pages import this module
+
     companions = check_choices(campaign, companions, anchor, judge)
     companion_ids = [c.pk for c in companions]
     representative = latest_responses(campaign, companion_ids)
@@ -180,6 +191,7 @@ def freeze(
         "judgments_on_other_text": judged["on_other_text"],
         "judge": judge_entry(judge, response_ids),
         "metrics_sha256": metrics_digest(response_ids),
+        "style": style.freeze_section(judged["comparisons"]) if style_control else None,
     }
 
 

@@ -3,6 +3,7 @@ stored numbers (Release.result.data) only."""
 
 from scenarios.taxonomy import Dimension, Subtask
 from scoring.charts import reliability_svg
+from scoring.releases import style_tables
 from scoring.releases.flags import LABELS as FLAG_LABELS
 from scoring.releases.formats import group_scopes, ordered
 from scoring.releases.plots import (
@@ -206,6 +207,7 @@ def leaderboard_context(data: dict) -> dict:
     context["flag_groups"] = _group_tables(data, order, names, scopes[2:])
     context["struggles"] = _struggles(data, names, order)
     context["methods"] = _methods(data)
+    context["style"] = style_tables.page_context(data)
     return context
 
 

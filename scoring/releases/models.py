@@ -45,6 +45,11 @@ class Release(models.Model):
     )
     seed = models.PositiveIntegerField(default=0)
     n_boot = models.PositiveIntegerField("bootstrap draws", default=1000)
+    style_control = models.BooleanField(
+        default=False,
+        help_text="Also rank the companions with the responses' presentation (length, Markdown, "
+        "persona actions, emoji, question marks) held fixed (scoring.releases.style).",
+    )
     inputs = models.JSONField(null=True, blank=True, help_text="Frozen inputs (ids + hashes).")
     fingerprint = models.CharField(max_length=64, blank=True, db_index=True)
     is_demo = models.BooleanField(default=False, help_text="Built from demo data.")

@@ -113,12 +113,13 @@ def _strength_legend(series, left: int, bottom: float, average: bool) -> list[st
     return parts
 
 
-def strengths_svg(rows: list[dict], level: float, width: int = 900) -> SafeString:
-    """Elo with CI whiskers per companion (rows in display order), human and judge side by side.
+def strengths_svg(rows: list[dict], level: float, width: int = 900, series=SERIES) -> SafeString:
+    """Elo with CI whiskers per companion (rows in display order), human and judge side by side
+    (or the given series: (key, label, colour) each).
 
     rows: {"name", "human": (elo, low, high) | None, "judge": (elo, low, high) | None}.
     """
-    series = [s for s in SERIES if any(r.get(s[0]) for r in rows)]
+    series = [s for s in series if any(r.get(s[0]) for r in rows)]
     values = [
         v for r in rows for key, *_ in series if r.get(key) for v in r[key][:3] if v is not None
     ]

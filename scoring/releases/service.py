@@ -47,6 +47,7 @@ def create_release(
     judge: CalibratedJudge | None = None,
     seed: int = 0,
     n_boot: int = stats.N_BOOT,
+    style_control: bool = False,
     description: str = "",
     user=None,
     is_demo: bool = False,
@@ -64,6 +65,7 @@ def create_release(
             judge=judge,
             seed=seed,
             n_boot=n_boot,
+            style_control=style_control,
             is_demo=is_demo,
             created_by=user,
         )
@@ -107,6 +109,7 @@ def freeze_release(release: Release, progress=None) -> None:
         release.judge,
         release.seed,
         release.n_boot,
+        release.style_control,
     )
     release.inputs = inputs
     release.fingerprint = fingerprint_of(inputs)

@@ -9,7 +9,7 @@ urlpatterns = [
     path("<int:pk>/", views.release_detail, name="detail"),
     path("<int:pk>/compute/", views.release_compute, name="compute"),
     re_path(
-        r"^(?P<pk>\d+)/leaderboard\.(?P<fmt>csv|json|md|differences\.csv)$",
+        r"^(?P<pk>\d+)/leaderboard\.(?P<fmt>csv|json|md|differences\.csv|style\.csv)$",
         views.release_export,
         name="export",
     ),

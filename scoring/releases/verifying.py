@@ -54,6 +54,8 @@ def current_inputs(release: Release) -> dict:
     out["judgments"] = columns_of(rows, ("id", "comparison", "annotator", "preference"))
     if "exclusions" in stored:  # the choice made at freezing (releases before it have none)
         out["exclusions"] = stored["exclusions"]
+    if "style" in stored:  # the choice and the features counted at freezing (texts: above)
+        out["style"] = stored["style"]
     if "judgments_on_other_text" in stored:  # counted at freezing (earlier releases: absent)
         out["judgments_on_other_text"] = stored["judgments_on_other_text"]
     if stored["judge"] is None:

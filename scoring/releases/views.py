@@ -57,6 +57,7 @@ def release_create(request):
             judge=data["judge"],
             seed=data["seed"],
             n_boot=data["n_boot"],
+            style_control=data["style_control"],
             user=request.user,
         )
         if release.state == Release.State.FAILED:
