@@ -12,6 +12,10 @@ The embedding term comes from a pluggable backend (EMBEDDING_BACKENDS), each of 
 - LEXICAL_PROXY: "char_ngram_hash", the cosine of hashed bags of character n-grams, not a neural
   embedding at all.
 The note says which, so a stand-in is never mistaken for the paper's number.
+
+Profiles (scoring.metrics.profiles): under "platform" (the default) missing terms are left out
+and the rest renormalised, as above; under "paper" (the released evaluator's rule) a missing or
+failed term counts 0 and nothing is renormalised, and the note names the paper profile.
 `separation` says when the composite's per-companion intervals cannot tell companions apart.
 """
 

@@ -18,7 +18,8 @@ Features of one response (f), all per response except the pairwise judge's:
 A difference f(A) − f(B) with the feature missing on either side is 0 (h2htalk.stats.calibration).
 The paper's composite of each side is recomputed from the metric columns present for every
 response of the table (scoring.metrics.composite.composite_columns), so one renormalisation holds for
-all rows.
+all rows; under the paper metrics profile nothing is renormalised. The metrics of one table are
+of one profile (scoring.metrics.profiles): mixed profiles are a FeatureError.
 """
 
 import math
