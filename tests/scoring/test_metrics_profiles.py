@@ -145,13 +145,18 @@ def test_a_release_names_the_paper_profile(researcher, django_user_model):
     assert refused.state != Release.State.READY and "profile" in refused.message
 
 
-def test_a_calibrated_judge_records_the_profile_it_was_fitted_on(researcher, django_user_model):
+def test_a_calibrated_judge_records_and_shows_its_profile(
+    researcher_client, researcher, django_user_model
+):
     from scoring.calibration import fitting
 
-    raters = campaign_factories.annotators(django_user_model, 3, prefix="fitrater")
-    world = rated_world(researcher, raters, n_scenarios=8, prefix="fit")
-    responses = metric_jobs.campaign_responses(world.campaign)
-    metric_jobs.compute(responses, embedding="none", profile="paper")
+    raters = campaign_factories.annotators(django_user_model, 3, prefix="pagerater")
+    world = rated_world(researcher, raters, n_scenarios=8, prefix="page")
+    metric_jobs.compute(
+        metric_jobs.campaign_responses(world.campaign), embedding="none", profile="paper"
+    )
     judge = fitting.fit(world.campaign, features=["rouge1", "log_length"], user=researcher)
     assert judge.document["metrics_profile"] == "paper"
     assert "paper profile" in judge.document["composite"]["note"]
+    page = researcher_client.get(reverse("calibration:detail", args=[judge.pk])).content.decode()
+    assert "Reference metrics profile: paper" in page and "paper profile" in page
