@@ -83,6 +83,7 @@ class MetricColumns:
     paper: np.ndarray  # rows × paper_term_keys(): finite values, NaN when not a number
     features: np.ndarray  # rows × FEATURE_NUMBERS + log_length
     encoders: dict[str, list]  # ENCODERS key → the stored value of each row (None: absent)
+    profiles: list[str]  # the metrics profile of each row (MetricScore.profile)
 
     def rows(self, response_ids) -> np.ndarray:
         """The rows of those of these responses that have stored metrics, in the given order."""
@@ -113,7 +114,7 @@ def _read_metrics(ordered: list[int], digest: bool, with_columns: bool) -> Metri
     rows = (
         MetricScore.objects.filter(response_id__in=id_subquery(ordered))
         .order_by("response_id")
-        .values_list("response_id", "values")
+        .values_list("response_id", "values", "profile")
         .iterator(chunk_size=CHUNK)
     )
     terms = paper_term_keys()
@@ -128,6 +129,7 @@ def _read_metrics(ordered: list[int], digest: bool, with_columns: bool) -> Metri
     paper_table = np.empty((size, len(terms)))
     features = np.empty((size, len(FEATURE_NUMBERS) + 1))
     encoders: dict[str, list] = {key: [] for key in ENCODERS}
+    profiles: list[str] = []
     hashed = hashlib.sha256() if digest else None
     stored = next(rows, None)
     for pk in ordered:
@@ -153,6 +155,7 @@ def _read_metrics(ordered: list[int], digest: bool, with_columns: bool) -> Metri
         ids.append(pk)
         for key, column in encoders.items():
             column.append(values.get(key))
+        profiles.append(stored[2])
     return MetricColumns(
         read_for=np.asarray(ordered, dtype=np.int64),
         digest=hashed.hexdigest() if hashed is not None else None,
@@ -160,6 +163,7 @@ def _read_metrics(ordered: list[int], digest: bool, with_columns: bool) -> Metri
         paper=paper_table[: len(ids)],
         features=features[: len(ids)],
         encoders=encoders,
+        profiles=profiles,
     )
 
 

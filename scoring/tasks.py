@@ -51,21 +51,24 @@ def run_metrics_job(job_id: int) -> None:
             metric_jobs.select(params),
             recompute=bool(params.get("recompute")),
             embedding=params.get("embedding"),
+            profile=params.get("profile"),
             progress=lambda done, total, step: jobs.report_progress(job_id, done, total, step),
         )
     except Exception as error:
         jobs.finish(job_id, State.FAILED, f"{type(error).__name__}: {error}")
         raise
-    jobs.finish(
-        job_id, State.COMPLETED, f"reference metrics for {counts['scored']} response(s)", counts
-    )
+    message = f"reference metrics ({counts['profile']} profile) for {counts['scored']} response(s)"
+    jobs.finish(job_id, State.COMPLETED, message, counts)
 
 
 def queue_metrics_job(
-    user, *, campaign: Campaign | None = None, recompute=False, embedding=None
+    user, *, campaign: Campaign | None = None, recompute=False, embedding=None, profile=None
 ) -> Job:
-    """A compute_metrics Job (for a campaign's responses, or all), started after the commit."""
+    """A compute_metrics Job (for a campaign's responses, or all), started after the commit.
+    profile None: the profile of the metrics already stored (scoring.metrics.jobs.compute)."""
     params = {"recompute": recompute, "embedding": embedding}
+    if profile:
+        params["profile"] = profile
     if campaign is not None:
         params.update(campaign=campaign.pk, campaign_name=campaign.name)
     job = Job.objects.create(kind=metric_jobs.KIND, created_by=user, params=params)

@@ -13,7 +13,11 @@ from h2htalk.celery import app
 from h2htalk.roles import ADMIN, ANNOTATOR, RESEARCHER, ensure_role_groups
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED_DATA = REPO.parent / "shared" / "data" / "h2htalk"
+# The benchmark's released data, beside the checkout (a worktree elsewhere sets
+# H2HTALK_SHARED_DATA to the folder).
+SHARED_DATA = Path(
+    os.environ.get("H2HTALK_SHARED_DATA") or REPO.parent / "shared" / "data" / "h2htalk"
+)
 PASSWORD = "correct horse battery staple"
 FAST_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 REDIS_DATABASES = 16  # Redis's default number of databases

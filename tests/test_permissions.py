@@ -178,6 +178,7 @@ EXPECTED = {
     "calibration-judge-score": RESEARCH,
     "calibration-judge-import": RESEARCH,
     "calibration-route": RESEARCH,
+    "calibration-metrics": RESEARCH,
     # Benchmark releases and leaderboards.
     "releases:list": RESEARCH,
     "releases:create": RESEARCH,
@@ -223,6 +224,7 @@ POST_ONLY = {
     "calibration:metrics",
     "calibration-judge-import",
     "calibration-route",
+    "calibration-metrics",
     "releases:compute",
     "release-compute",
 }
@@ -641,6 +643,9 @@ PROBES = {
             "name": "probe import",
         },
         state=lambda w: CalibratedJudge.objects.count(),
+    ),
+    "calibration-metrics": Probe(
+        data=lambda w: {"campaign": w.campaign.pk}, state=lambda w: Job.objects.count()
     ),
     "releases:compute": Probe(data=lambda w: {}, state=lambda w: _release_state(w.release)),
     "release-compute": Probe(data=lambda w: {}, state=lambda w: _release_state(w.release)),

@@ -19,7 +19,13 @@ from scenarios.models import Response as CompanionResponse
 from scoring import tasks
 from scoring.calibration import fitting, routing
 from scoring.calibration.access import judge_or_404, visible_judges
-from scoring.calibration.document import DEFAULT_FOLDS, FOLD_CHOICES, NAME_LENGTH, DocumentError
+from scoring.calibration.document import (
+    DEFAULT_FOLDS,
+    FOLD_CHOICES,
+    NAME_LENGTH,
+    DocumentError,
+    metrics_profile,
+)
 from scoring.calibration.forms import MAX_DOCUMENT_BYTES
 from scoring.calibration.report import heldout_judges, worse_than_composite
 from scoring.calibration.versions import import_document
@@ -214,7 +220,11 @@ class CalibratedJudgeScore(APIView):
         scored = []
         if pairs:
             ids = {r for pair in pairs for r in pair}
-            metric_jobs.compute(CompanionResponse.objects.filter(pk__in=ids))
+            metric_jobs.compute(
+                CompanionResponse.objects.filter(pk__in=ids),
+                profile=metrics_profile(judge.document),
+                keep_other_profiles=True,
+            )
             try:
                 p, _ = score_pairs(judge.document, pairs)
             except DocumentError as error:

@@ -5,7 +5,7 @@ comparing two documents."""
 import json
 import math
 
-from scoring.metrics import catalogue
+from scoring.metrics import catalogue, profiles
 from scoring.models import CalibratedJudge, JudgeConfig
 
 SCHEMA = "h2htalk.calibrated-judge/1"
@@ -119,8 +119,17 @@ def validate_document(document) -> dict:
     wrong = [f for f in names if f not in allowed]
     if wrong:
         raise DocumentError(f"{', '.join(wrong)} do(es) not fit the judge {judge!r}")
+    profile = document.get("metrics_profile", profiles.DEFAULT)
+    if profile not in profiles.PROFILES:
+        raise DocumentError(f"metrics_profile must be one of {', '.join(profiles.PROFILES)}")
     _check_storable(document)
     return document
+
+
+def metrics_profile(document) -> str:
+    """The metrics profile a calibrated judge was fitted on (documents from before profiles:
+    the default, the only one then)."""
+    return (document or {}).get("metrics_profile") or profiles.DEFAULT
 
 
 def export_json(judge: CalibratedJudge) -> str:

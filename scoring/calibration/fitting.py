@@ -71,6 +71,7 @@ def fit(
         campaign={"id": campaign.pk, "name": campaign.name},
         judge=judge,
         composite_note=table.composite_note,
+        metrics_profile=table.profile,
         left_out={
             k: table.info.get(k, 0)
             for k in (

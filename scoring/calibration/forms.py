@@ -4,6 +4,7 @@ import json
 
 from django import forms
 from django.conf import settings
+from django.utils.translation import gettext_lazy as _
 
 from annotation.access import managed_campaigns
 from annotation.models import Campaign
@@ -16,7 +17,7 @@ from scoring.calibration.document import (
     DocumentError,
     validate_document,
 )
-from scoring.metrics import catalogue
+from scoring.metrics import catalogue, profiles
 from scoring.models import JudgeConfig
 
 MAX_DOCUMENT_BYTES = 2 * 1024 * 1024
@@ -193,6 +194,20 @@ class MetricsForm(forms.Form):
         ],
         initial="",
         required=False,
+    )
+    profile = forms.ChoiceField(
+        label=_("profile"),
+        choices=[
+            ("", _("default (the profile of the metrics stored, else platform)")),
+            *profiles.CHOICES,
+        ],
+        initial="",
+        required=False,
+        help_text=_(
+            "platform: word tokens, composite renormalised over the terms present; paper: the "
+            "released H2HTalk evaluator reproduced exactly. Metrics of another profile are "
+            "computed again."
+        ),
     )
 
     def __init__(self, *args, user=None, **kwargs):

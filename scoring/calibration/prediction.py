@@ -11,8 +11,9 @@ import pandas as pd
 from scipy.special import expit
 
 from h2htalk.stats.calibration.decision import linear_decision
-from scoring.calibration.document import DocumentError
+from scoring.calibration.document import DocumentError, metrics_profile
 from scoring.metrics import features as feature_data
+from scoring.metrics.catalogue import FeatureError
 from scoring.models import JudgeConfig
 
 
@@ -67,10 +68,29 @@ def judge_config_of(document: Mapping) -> JudgeConfig | None:
     return config
 
 
+def check_profile(document: Mapping, names) -> None:
+    """DocumentError when stored metrics are of another profile than the judge was fitted on
+    (its weights are of that profile's scale)."""
+    wanted = metrics_profile(document)
+    found = sorted({n for n in names if isinstance(n, str)} - {wanted})
+    if found:
+        raise DocumentError(
+            f"this judge was fitted on reference metrics of the {wanted} profile, but the "
+            f"responses' stored metrics are of the {', '.join(found)} profile: compute them "
+            f"with the {wanted} profile"
+        )
+
+
 def score_pairs(document: Mapping, pairs) -> tuple[np.ndarray, feature_data.Sides]:
     """P(A over B) for (response a id, response b id) pairs from the database (NaN where a
-    feature source is missing: no metrics, or no verdict of the document's judge)."""
-    sides = feature_data.side_features(pairs, judge_config_of(document))
+    feature source is missing: no metrics, or no verdict of the document's judge); DocumentError
+    when the stored metrics are of another profile than the document's."""
+    try:
+        sides = feature_data.side_features(pairs, judge_config_of(document))
+    except FeatureError as error:
+        raise DocumentError(str(error)) from error
+    if sides.complete.any():
+        check_profile(document, [sides.profile])
     p = score_frames(document, sides.a, sides.b)
     p[~sides.complete] = np.nan
     return p, sides
@@ -119,6 +139,7 @@ def response_features(document: Mapping, response_ids) -> ResponseFeatures | Non
     ids = np.unique(np.asarray(response_ids, dtype=np.int64))
     table = feature_data.metric_table(ids.tolist()).reindex(ids)
     complete = table["rouge1"].notna().to_numpy()
+    check_profile(document, table["profile"].to_numpy()[complete])
     if config is not None:
         rubric = feature_data.rubric_table(config, ids.tolist()).reindex(ids)
         table = table.join(rubric[list(feature_data.RUBRIC_FEATURES)])

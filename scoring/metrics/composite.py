@@ -12,6 +12,10 @@ The embedding term comes from a pluggable backend (EMBEDDING_BACKENDS), each of 
 - LEXICAL_PROXY: "char_ngram_hash", the cosine of hashed bags of character n-grams, not a neural
   embedding at all.
 The note says which, so a stand-in is never mistaken for the paper's number.
+
+Profiles (scoring.metrics.profiles): under "platform" (the default) missing terms are left out
+and the rest renormalised, as above; under "paper" (the released evaluator's rule) a missing or
+failed term counts 0 and nothing is renormalised, and the note names the paper profile.
 `separation` says when the composite's per-companion intervals cannot tell companions apart.
 """
 
@@ -24,7 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from scoring.metrics import encoders
+from scoring.metrics import encoders, profiles
 
 # H2HTalk: Evaluating Large Language Models as Emotional Companion (the paper's automatic
 # score; the same weights are hard-coded in its released evaluator, evaluate/evaluator.py of
@@ -197,8 +201,37 @@ def _encoder_clauses(encoders_used: dict[str, str]) -> list[str]:
     return clauses
 
 
-def _note(used, missing, encoders_used: dict[str, str], mixed: dict[str, list[str]]) -> str:
-    if missing:
+PAPER_PROFILE_NAME = "paper profile (the released H2HTalk evaluator's tokens and rules)"
+
+
+def _paper_profile_head(used, missing, why: str) -> str:
+    """The first sentence of a note under the paper profile: missing terms count 0."""
+    if not missing:
+        return (
+            f"Paper composite (H2HTalk hand-set weights) with all nine terms, {PAPER_PROFILE_NAME}"
+        )
+    verb = "is" if len(missing) == 1 else "are"
+    kept = sum(PAPER_WEIGHTS[t] for t in used)
+    return (
+        f"Paper composite (H2HTalk hand-set weights), {PAPER_PROFILE_NAME}: "
+        f"{_join([LABELS[t] for t in missing])} {verb} missing{why} and count 0, as in the "
+        f"released evaluator (no renormalisation: the weights present sum to {kept:.2f})"
+    )
+
+
+def _note(
+    used,
+    missing,
+    encoders_used: dict[str, str],
+    mixed: dict[str, list[str]],
+    profile: str = profiles.DEFAULT,
+) -> str:
+    if profile == profiles.PAPER:
+        why = " (no model for it here)" if len(missing) == 1 else " (no model for them here)"
+        if not set(missing) <= set(MODEL_TERMS) or mixed:
+            why = ""
+        text = _paper_profile_head(used, missing, why)
+    elif missing:
         verb = "is" if len(missing) == 1 else "are"
         why = " (no model for it here)" if len(missing) == 1 else " (no model for them here)"
         if not set(missing) <= set(MODEL_TERMS) or mixed:
@@ -221,42 +254,54 @@ def _note(used, missing, encoders_used: dict[str, str], mixed: dict[str, list[st
     return "; ".join([text, *clauses]) + "."
 
 
-def _plan(present: Mapping[str, bool], named: Mapping[str, str | None], mixed=None):
-    """Terms used and missing, renormalised weights, the encoders of the model terms used
-    (named: term → backend or model name, None when unknown) and the note."""
+def _plan(
+    present: Mapping[str, bool],
+    named: Mapping[str, str | None],
+    mixed=None,
+    profile: str = profiles.DEFAULT,
+):
+    """Terms used and missing, the weights applied (renormalised, or under the paper profile
+    as they are: a missing term counts 0), the encoders of the model terms used (named:
+    term → backend or model name, None when unknown) and the note."""
+    profile = profiles.check(profile)
     mixed = mixed or {}
     used = [t for t in PAPER_WEIGHTS if present.get(t) and t not in mixed]
     missing = [t for t in PAPER_WEIGHTS if t not in used]
     if not used:
         raise ValueError("none of the composite's terms is present")
-    total = sum(PAPER_WEIGHTS[t] for t in used)
+    total = 1.0 if profile == profiles.PAPER else sum(PAPER_WEIGHTS[t] for t in used)
     weights = {t: PAPER_WEIGHTS[t] / total for t in used}
     encoders_used = {t: named[t] for t in MODEL_TERMS if t in used and named.get(t)}
     backend = encoders_used.get("embedding_cosine")
     if backend is not None and backend not in EMBEDDING_BACKENDS:
         raise ValueError(f"unknown embedding backend {backend!r}")
-    return used, missing, weights, encoders_used, _note(used, missing, encoders_used, mixed)
+    note = _note(used, missing, encoders_used, mixed, profile)
+    return used, missing, weights, encoders_used, note
 
 
 def _canonical(metrics: Mapping) -> dict:
     return {ALIASES.get(key, key): value for key, value in metrics.items()}
 
 
-def composite(metrics: Mapping, embedding_backend: str | None = None) -> CompositeResult:
+def composite(
+    metrics: Mapping, embedding_backend: str | None = None, profile: str = profiles.DEFAULT
+) -> CompositeResult:
     """The paper's composite of one response's metrics (keys as in scoring.metrics.reference).
 
     A term is missing when its key is absent, None or NaN; its weight is dropped and the rest
-    renormalised. `embedding_backend` (or metrics["embedding_backend"]) names the backend that
-    produced embedding_cosine and metrics["bertscore_backend"] the model of BERTScore, so the
-    note says which encoder each model term comes from.
+    renormalised (profile "platform"), or it counts 0 (profile "paper", the released
+    evaluator's rule). `embedding_backend` (or metrics["embedding_backend"]) names the backend
+    that produced embedding_cosine and metrics["bertscore_backend"] the model of BERTScore, so
+    the note says which encoder each model term comes from.
     """
     metrics = _canonical(metrics)
     named = {t: metrics.get(key) for t, key in PROVENANCE.items()}
     named["embedding_cosine"] = embedding_backend or named["embedding_cosine"]
     present = {t: not _missing(metrics.get(t)) for t in PAPER_WEIGHTS}
-    used, missing, weights, used_encoders, note = _plan(present, named)
+    used, missing, weights, used_encoders, note = _plan(present, named, profile=profile)
     score = math.fsum(weights[t] * float(metrics[t]) for t in used)
-    return CompositeResult(score, used, missing, bool(missing), note, weights, used_encoders)
+    renormalised = bool(missing) and profiles.check(profile) != profiles.PAPER
+    return CompositeResult(score, used, missing, renormalised, note, weights, used_encoders)
 
 
 def _names(columns: Mapping, term: str) -> list[str]:
@@ -265,25 +310,34 @@ def _names(columns: Mapping, term: str) -> list[str]:
 
 
 def composite_columns(
-    columns: Mapping[str, np.ndarray], embedding_backend: str | None = None
+    columns: Mapping[str, np.ndarray],
+    embedding_backend: str | None = None,
+    profile: str = profiles.DEFAULT,
 ) -> CompositeResult:
     """The composite of many responses at once: `columns` maps term → array (or a DataFrame),
     and optionally embedding_backend / bertscore_backend → the encoder name of each row.
 
-    A term is missing when its column is absent or entirely NaN; a column with only some NaN
-    is an error, since the renormalisation must be the same for every row. A model term whose
-    rows name different encoders is left out, and the note says so.
+    A term is missing when its column is absent or entirely NaN. Profile "platform": a column
+    with only some NaN is an error, since the renormalisation must be the same for every row.
+    Profile "paper": a model term's NaN counts 0 in its row (a failed model, as the released
+    evaluator counts it) and a row with a NaN ROUGE/BLEU term (an answer the evaluator leaves
+    out) scores NaN. A model term whose rows name different encoders is left out, and the note
+    says so.
     """
+    profile = profiles.check(profile)
     arrays = {}
     for key in columns:
         term = ALIASES.get(key, key)
         if term in PAPER_WEIGHTS:
             arrays[term] = np.asarray(columns[key], dtype=float)
-    present = {}
+    present, partial = {}, []
     for term, values in arrays.items():
         nan = np.isnan(values)
         if nan.any() and not nan.all():
-            raise ValueError(f"column {term!r} is missing for some rows only")
+            if profile != profiles.PAPER:
+                raise ValueError(f"column {term!r} is missing for some rows only")
+            if term in MODEL_TERMS:
+                partial.append(LABELS[term])
         present[term] = not nan.all()
     named, mixed = {}, {}
     for term in MODEL_TERMS:
@@ -292,9 +346,18 @@ def composite_columns(
             mixed[term] = names
         named[term] = names[0] if len(names) == 1 else None
     named["embedding_cosine"] = embedding_backend or named["embedding_cosine"]
-    used, missing, weights, used_encoders, note = _plan(present, named, mixed)
-    score = sum(weights[t] * arrays[t] for t in used)
-    return CompositeResult(score, used, missing, bool(missing), note, weights, used_encoders)
+    used, missing, weights, used_encoders, note = _plan(present, named, mixed, profile)
+    if profile == profiles.PAPER:
+        score = sum(
+            weights[t] * (np.nan_to_num(arrays[t], nan=0.0) if t in MODEL_TERMS else arrays[t])
+            for t in used
+        )
+        if partial:
+            note = note[:-1] + f"; {_join(partial)} failed for some responses and counts 0 there."
+    else:
+        score = sum(weights[t] * arrays[t] for t in used)
+    renormalised = bool(missing) and profile != profiles.PAPER
+    return CompositeResult(score, used, missing, renormalised, note, weights, used_encoders)
 
 
 # ---------------------------------------------------------------- separating companions

@@ -18,7 +18,8 @@ Features of one response (f), all per response except the pairwise judge's:
 A difference f(A) − f(B) with the feature missing on either side is 0 (h2htalk.stats.calibration).
 The paper's composite of each side is recomputed from the metric columns present for every
 response of the table (scoring.metrics.composite.composite_columns), so one renormalisation holds for
-all rows.
+all rows; under the paper metrics profile nothing is renormalised. The metrics of one table are
+of one profile (scoring.metrics.profiles): mixed profiles are a FeatureError.
 """
 
 import math
@@ -35,6 +36,7 @@ from h2htalk.stats.calibration.data import votes_frame
 from scoring import stored_columns
 from scoring.frames import finite_number, id_subquery
 from scoring.metrics import composite as paper
+from scoring.metrics import profiles
 from scoring.metrics.catalogue import (
     LENGTH_FEATURES,
     METRIC_FEATURES,
@@ -64,7 +66,22 @@ def metric_table(response_ids) -> pd.DataFrame:
     frame = pd.DataFrame(columns.features[rows], index=index, columns=names)
     for key, values in columns.encoders.items():
         frame[key] = pd.Series([values[r] for r in rows.tolist()], index=index, dtype=object)
+    frame["profile"] = pd.Series(
+        [columns.profiles[r] for r in rows.tolist()], index=index, dtype=object
+    )
     return frame
+
+
+def single_profile(names) -> str:
+    """The one metrics profile of these rows (the default when there are none); FeatureError
+    when they were computed with different profiles, which no composite or judge may mix."""
+    found = sorted({n for n in names if isinstance(n, str)})
+    if len(found) > 1:
+        raise FeatureError(
+            f"the reference metrics of these responses were computed with different profiles "
+            f"({', '.join(found)}): compute them again with one profile"
+        )
+    return found[0] if found else profiles.DEFAULT
 
 
 def _mean(values: list[float]) -> float:
@@ -164,6 +181,7 @@ class Sides:
     composite_note: str
     complete: np.ndarray  # bool: metrics on both sides, and judge data when a judge is used
     reasons: dict = field(default_factory=dict)  # why rows are incomplete: counts
+    profile: str = profiles.DEFAULT  # the metrics profile of the rows used
 
 
 def side_features(pairs, judge: JudgeConfig | None = None) -> Sides:
@@ -196,7 +214,12 @@ def side_features(pairs, judge: JudgeConfig | None = None) -> Sides:
         has_judge = ~np.isnan(share)
     frame_a = frame_a.reset_index(drop=True)
     frame_b = frame_b.reset_index(drop=True)
-    composite_a, composite_b, note = _composites(frame_a, frame_b, has_metrics)
+    profile = single_profile(
+        np.concatenate([frame_a["profile"].to_numpy(), frame_b["profile"].to_numpy()])[
+            np.concatenate([has_metrics, has_metrics])
+        ]
+    )
+    composite_a, composite_b, note = _composites(frame_a, frame_b, has_metrics, profile)
     return Sides(
         a=frame_a,
         b=frame_b,
@@ -209,11 +232,13 @@ def side_features(pairs, judge: JudgeConfig | None = None) -> Sides:
             "without_metrics": int((~has_metrics).sum()),
             "without_judge_verdicts": int((has_metrics & ~has_judge).sum()),
         },
+        profile=profile,
     )
 
 
-def _composites(frame_a, frame_b, rows) -> tuple[np.ndarray, np.ndarray, str]:
-    """The paper's composite of both sides over the metric terms present in every used row."""
+def _composites(frame_a, frame_b, rows, profile) -> tuple[np.ndarray, np.ndarray, str]:
+    """The paper's composite of both sides over the metric terms present in every used row
+    (under the paper profile a model term present in some rows counts 0 in the others)."""
     n = len(frame_a)
     out_a, out_b = np.full(n, np.nan), np.full(n, np.nan)
     if not rows.any():
@@ -223,13 +248,13 @@ def _composites(frame_a, frame_b, rows) -> tuple[np.ndarray, np.ndarray, str]:
         if term not in frame_a.columns:
             continue
         both = np.concatenate([frame_a[term].to_numpy()[rows], frame_b[term].to_numpy()[rows]])
-        if not np.isnan(both).any():
+        if not np.isnan(both).any() or (profile == profiles.PAPER and not np.isnan(both).all()):
             columns[term] = both
     for key in paper.PROVENANCE.values():
         columns[key] = np.concatenate(
             [frame_a[key].to_numpy()[rows], frame_b[key].to_numpy()[rows]]
         )
-    result = paper.composite_columns(columns)
+    result = paper.composite_columns(columns, profile=profile)
     used = int(rows.sum())
     out_a[rows], out_b[rows] = result.score[:used], result.score[used:]
     return out_a, out_b, result.note
@@ -247,6 +272,7 @@ class Table:
     judgments: pd.DataFrame  # comparison, annotator, preference of the comparisons kept
     composite_note: str
     info: dict
+    profile: str = profiles.DEFAULT  # the metrics profile of its features and composite
 
 
 def comparison_table(campaign: Campaign, judge: JudgeConfig | None = None, features=None) -> Table:
@@ -283,7 +309,7 @@ def comparison_table(campaign: Campaign, judge: JudgeConfig | None = None, featu
     frame = frame[sides.complete].reset_index(drop=True)
     used = judgments[judgments["comparison"].isin(frame["comparison"])].reset_index(drop=True)
     info.update(comparisons=len(frame), judgments=len(used), scenarios=frame["scenario"].nunique())
-    return Table(frame, features, used, sides.composite_note, info)
+    return Table(frame, features, used, sides.composite_note, info, sides.profile)
 
 
 def _human_judgments(campaign: Campaign) -> tuple[pd.DataFrame, dict]:

@@ -2,6 +2,8 @@
 
 from django.db import models
 
+from scoring.metrics import profiles
+
 
 class MetricScore(models.Model):
     """Reference metrics of one response against its scenario's reference answer."""
@@ -14,6 +16,13 @@ class MetricScore(models.Model):
         "length_ratio, composite (renormalised, see composite_note)"
     )
     composite_note = models.CharField(max_length=400, blank=True)
+    profile = models.CharField(
+        max_length=16,
+        choices=profiles.CHOICES,
+        default=profiles.DEFAULT,
+        help_text="The metrics profile the values were computed with (scoring.metrics.profiles); "
+        "values of a profile other than the default also say it under values['profile'].",
+    )
     computed_at = models.DateTimeField(auto_now=True)
 
     def __str__(self):

@@ -32,7 +32,7 @@ import multiprocessing
 import re
 import unicodedata
 from collections import Counter
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import NamedTuple
 
 import jieba
@@ -264,8 +264,14 @@ def score_pair(candidate: str, reference: str, language: str | None = None) -> d
 # ---------------------------------------------------------------- batches
 
 
-def _score_chunk(chunk: list[tuple]) -> np.ndarray:
+def _score_chunk(chunk: list[tuple], profile: str = "platform") -> np.ndarray:
     out = np.empty((len(chunk), len(KEYS)))
+    if profile == "paper":
+        from scoring.metrics import paper_profile
+
+        for row, (candidate, reference, _) in enumerate(chunk):
+            out[row] = paper_profile.score_row(candidate, reference)
+        return out
     for row, (candidate, reference, language) in enumerate(chunk):
         language = resolve_language(language, reference, candidate)
         out[row] = _score(prepare(candidate, language), _prepare_reference(reference, language))
@@ -277,9 +283,16 @@ def _worker_init() -> None:
 
 
 def score_many(
-    pairs, language: str | None = None, processes: int = 2, chunk_size: int = CHUNK_SIZE
+    pairs,
+    language: str | None = None,
+    processes: int = 2,
+    chunk_size: int = CHUNK_SIZE,
+    profile: str = "platform",
 ) -> list[dict]:
     """score_pair over many (candidate, reference[, language]) pairs, results in input order.
+
+    profile "paper": scoring.metrics.paper_profile.score_row instead (language ignored: the
+    released evaluator runs jieba on every text); a pair it leaves out has NaN ratios.
 
     Pairs are grouped by reference so each reference is tokenised once per worker, cut into
     chunks, and the chunks spread over `processes` worker processes (forked after jieba is
@@ -302,15 +315,15 @@ def score_many(
         and len(rows) >= PARALLEL_MIN_PAIRS
         and not multiprocessing.current_process().daemon
     )
-    if any(not (row[2] or "").lower().startswith("en") for row in rows):
+    if profile == "paper" or any(not (row[2] or "").lower().startswith("en") for row in rows):
         _init_jieba()  # before forking, so no worker loads the dictionary again
     if parallel:
         methods = multiprocessing.get_all_start_methods()
         context = multiprocessing.get_context("fork" if "fork" in methods else None)
         with context.Pool(min(processes, len(chunks)), initializer=_worker_init) as pool:
-            results = pool.map(_score_chunk, chunks, chunksize=1)
+            results = pool.map(partial(_score_chunk, profile=profile), chunks, chunksize=1)
     else:
-        results = [_score_chunk(chunk) for chunk in chunks]
+        results = [_score_chunk(chunk, profile) for chunk in chunks]
     table = np.empty((len(rows), len(KEYS)))
     table[np.asarray(order)] = np.concatenate(results)
     return [_as_dict(row) for row in table.tolist()]

@@ -218,7 +218,11 @@ def _composite_block(data: ReleaseData, ids: list[int], groups: dict) -> dict:
                 means.append(float(values.mean()) if len(values) else None)
             by_group[scope][group] = means
     why = separation(overall)  # "" when some pair of companions is told apart
+    # The profile is named when it is not the default (results of releases computed before
+    # profiles existed stay bit for bit the same).
+    named = {"profile": data.metrics_profile} if data.metrics_profile != "platform" else {}
     return {
+        **named,
         "overall": overall,
         **by_group,
         "separates": not why,

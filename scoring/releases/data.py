@@ -9,6 +9,7 @@ import pandas as pd
 
 from scoring import stored_columns
 from scoring.metrics import composite as paper
+from scoring.metrics import profiles
 from scoring.models import Release
 from scoring.releases.errors import ReleaseError
 from scoring.releases.freezing import (
@@ -46,6 +47,7 @@ class ReleaseData:
     on_other_text: int | None = None  # judgments left out, made on an earlier scenario text
     flags: dict[str, dict[int, object]] | None = None  # flag → {scenario: value} (None: /1)
     style: StyleData | None = None  # frozen presentation features (None: no style control)
+    metrics_profile: str = "platform"  # of the stored metrics the composite comes from
 
 
 def representatives(inputs: dict) -> pd.DataFrame:
@@ -180,9 +182,24 @@ def _paper_terms(response_ids) -> tuple[dict[int, int], np.ndarray, dict[str, li
     return found, columns.paper[rows], encoders
 
 
+def metrics_profile_of(response_ids) -> str:
+    """The one metrics profile of the stored metrics of these responses (ReleaseError when
+    they mix profiles: recompute them with one)."""
+    from scoring.metrics.catalogue import FeatureError
+    from scoring.metrics.features import single_profile
+
+    columns = stored_columns.metric_columns(response_ids)
+    try:
+        return single_profile(columns.profiles[r] for r in columns.rows(response_ids).tolist())
+    except FeatureError as error:
+        raise ReleaseError(str(error)) from error
+
+
 def composite_frame(inputs: dict) -> tuple[pd.DataFrame, str]:
     """The paper's composite of each representative response, over the metric terms stored
-    for every one of them (one renormalisation for the whole release)."""
+    for every one of them (one renormalisation for the whole release); under the paper
+    profile, every term with a model counted 0 where missing, and the answers the released
+    evaluator leaves out (empty or whitespace-only) left out here too."""
     reps = representatives(inputs)
     found, table, encoders = _paper_terms(reps["response"].tolist())
     reps = reps[reps["response"].isin(found)].reset_index(drop=True)
@@ -190,6 +207,8 @@ def composite_frame(inputs: dict) -> tuple[pd.DataFrame, str]:
         reps["composite"] = pd.Series(dtype=float)
         return reps, "No reference metrics are stored for the release's responses."
     table = table[[found[r] for r in reps["response"].tolist()]]
+    if metrics_profile_of(reps["response"].tolist()) == profiles.PAPER:
+        return _paper_profile_frame(reps, table, encoders, found)
     columns = {}
     partial = []
     for k, term in enumerate(paper.PAPER_WEIGHTS):
@@ -215,6 +234,32 @@ def composite_frame(inputs: dict) -> tuple[pd.DataFrame, str]:
     result = paper.composite_columns(columns)
     reps["composite"] = np.asarray(result.score, dtype=float)
     return reps, result.note + note_extra
+
+
+def _paper_profile_frame(reps, table, encoders, found) -> tuple[pd.DataFrame, str]:
+    """composite_frame under the paper profile: no renormalisation, left-out answers dropped."""
+    columns = {
+        term: table[:, k]
+        for k, term in enumerate(paper.PAPER_WEIGHTS)
+        if not np.isnan(table[:, k]).all()
+    }
+    if not columns:
+        reps["composite"] = np.nan
+        return reps, "None of the composite's terms is stored for any response."
+    rows = [found[r] for r in reps["response"].tolist()]
+    for key, names in encoders.items():
+        columns[key] = [names[row] for row in rows]
+    result = paper.composite_columns(columns, profile=profiles.PAPER)
+    reps["composite"] = np.asarray(result.score, dtype=float)
+    left_out = int(np.isnan(reps["composite"].to_numpy()).sum())
+    reps = reps[~np.isnan(reps["composite"].to_numpy())].reset_index(drop=True)
+    note = result.note
+    if left_out:
+        note += (
+            f" {left_out} empty or whitespace-only {'answer is' if left_out == 1 else 'answers are'}"
+            " left out of every mean, as the released evaluator does."
+        )
+    return reps, note
 
 
 def reliability_of(document: dict) -> dict | None:
@@ -244,6 +289,9 @@ def load_data(release: Release, progress=None) -> ReleaseData:
     the judge's features of the frozen responses, both covered by the fingerprint)."""
     inputs = release.inputs
     composite, note = composite_frame(inputs)
+    profile = profiles.DEFAULT
+    if len(composite):
+        profile = metrics_profile_of(composite["response"].tolist())
     data = ReleaseData(
         companions=list(zip(inputs["companions"]["id"], inputs["companions"]["name"], strict=True)),
         anchor=inputs["anchor"],
@@ -258,6 +306,7 @@ def load_data(release: Release, progress=None) -> ReleaseData:
         on_other_text=inputs.get("judgments_on_other_text"),
         flags=scenario_flags(inputs),
         style=style_data(inputs),
+        metrics_profile=profile,
     )
     note = exclusion_note(data.exclusions)
     if note:

@@ -98,10 +98,15 @@ def needs_job(release: Release) -> bool:
 
 
 def freeze_release(release: Release, progress=None) -> None:
-    """Compute missing reference metrics of the candidate responses, then freeze the inputs."""
+    """Compute missing reference metrics of the candidate responses (of the calibrated judge's
+    metrics profile when the release has one and none are stored, else of the profile of those
+    stored), then freeze the inputs."""
     companion_ids = list(release.companions.values_list("pk", flat=True))
     candidates = candidate_responses(release.campaign, companion_ids)
-    metric_jobs.compute(candidates, progress=progress)
+    profile = None
+    if release.judge is not None and metric_jobs.stored_profile(candidates) is None:
+        profile = release.judge.document.get("metrics_profile")
+    metric_jobs.compute(candidates, profile=profile, keep_other_profiles=True, progress=progress)
     inputs = freeze(
         release.campaign,
         list(release.companions.all()),

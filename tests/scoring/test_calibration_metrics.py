@@ -102,10 +102,13 @@ def test_metrics_job_from_the_page(researcher_client, campaign, django_capture_o
         response = researcher_client.post(url, {"campaign": campaign.pk})
     job = Job.objects.get(kind=metric_jobs.KIND)
     assert response["Location"] == f"{reverse('calibration:list')}#job-{job.pk}"
-    assert job.state == Job.State.COMPLETED and job.result == {"scored": 9}
+    assert job.state == Job.State.COMPLETED and job.result == {"scored": 9, "profile": "platform"}
     assert job.done == job.total == 9 and MetricScore.objects.count() == 9
     page = researcher_client.get(reverse("calibration:list")).content.decode()
-    assert f'id="job-{job.pk}"' in page and "reference metrics for 9 response(s)" in page
+    assert (
+        f'id="job-{job.pk}"' in page
+        and "reference metrics (platform profile) for 9 response(s)" in page
+    )
 
 
 def test_metrics_page_refuses_campaigns_of_others(client, campaign, django_user_model):

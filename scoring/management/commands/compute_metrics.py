@@ -6,6 +6,7 @@ from annotation.models import Campaign
 from h2htalk.params import by_id_or_name, parse_int
 from scenarios.models import GenerationRun, Response
 from scoring.metrics import jobs as metric_jobs
+from scoring.metrics import profiles
 from scoring.metrics.composite import EMBEDDING_BACKENDS
 from scoring.metrics.encoders import ModelUnavailable
 
@@ -32,6 +33,13 @@ class Command(BaseCommand):
             metavar="DIR",
             help="folder holding the paper's m3e-base/ and bert-base-chinese/ (default: the "
             "H2HTALK_PAPER_MODELS_DIR setting); adds BERTScore. Needs the extra paper-models",
+        )
+        parser.add_argument(
+            "--profile",
+            choices=profiles.PROFILES,
+            help="metrics profile: platform (word tokens, renormalised composite) or paper (the "
+            "released H2HTalk evaluator reproduced exactly); metrics of another profile are "
+            "computed again. Default: the profile of the metrics already stored, else platform",
         )
         parser.add_argument("--processes", type=int, default=2, help="worker processes")
 
@@ -64,9 +72,13 @@ class Command(BaseCommand):
                 recompute=options["recompute"],
                 embedding=options["embedding"],
                 paper_models=options["paper_models"],
+                profile=options["profile"],
                 processes=options["processes"],
                 progress=progress,
             )
         except ModelUnavailable as error:
             raise CommandError(str(error)) from error
-        self.stdout.write(f"reference metrics computed for {counts['scored']} response(s)")
+        self.stdout.write(
+            f"reference metrics ({counts['profile']} profile) computed for "
+            f"{counts['scored']} response(s)"
+        )
