@@ -19,6 +19,7 @@ from itertools import combinations
 import pytest
 
 from annotation import candidates, queue
+from annotation.candidates import co_rating
 from annotation.models import Assignment, Comparison, Judgment, RaterPair
 from scoring.agreement.services import annotator_flags
 from tests.annotation import factories
@@ -107,3 +108,19 @@ def test_six_raters_in_strict_turns_all_share_items_and_the_two_bad_ones_are_fla
     flagged = sorted(row["annotator"] for row in flags if row["flagged"])
     agreement = {row["annotator"]: round(row["consensus_agreement"], 2) for row in flags}
     assert flagged == [raters["left"].username, raters["random"].username], (agreement, by_name)
+
+
+def test_a_comparison_drops_only_for_more_than_the_fair_share_of_shared_items():
+    # Two raters: everything the requester judged that the other could share is their fair
+    # share, so nothing ever drops (the queue orders as before: the hand-out-order tests).
+    for mine, theirs in [(1, 1), (10, 3), (3, 10), (50, 50)]:
+        for shared in range(min(mine, theirs) + 1):
+            assert co_rating(shared, theirs, mine, mine + theirs, overlap=2)[0] == 0
+    # Six raters in fixed groups after 90 items each: fair share 90 × 2 × 90 / 450 = 36.
+    assert co_rating(90, 90, 90, 540, overlap=3) == (1, 54.0)
+    assert co_rating(0, 90, 90, 540, overlap=3) == (0, -36.0)
+    assert co_rating(36 + 1 + 3, 90, 90, 540, overlap=3)[0] == 0  # slack: 1 item + 10%
+    assert co_rating(36 + 1 + 4, 90, 90, 540, overlap=3)[0] == 1
+    # Nobody judged yet, or a candidate nobody holds: nothing to share, no drop.
+    assert co_rating(0, 0, 0, 0, overlap=3) == (0, 0.0)
+    assert co_rating(0, 0, 40, 200, overlap=3) == (0, 0.0)
