@@ -12,6 +12,17 @@ are excluded by the unique index (comparison, annotator), one probe per candidat
 `claim` then hands out the first locked candidate with a free slot in one INSERT … SELECT: a
 new statement, so it counts the live leases of every transaction committed before it (one that
 held a row before we locked it included), and the rows being ours, their judgment counts too.
+
+Co-raters (regular comparisons): with strict priority to the most judged, raters who work in
+step always find one comparison started and form fixed groups (six raters in turns with k = 3:
+two groups of three for the whole campaign), and a bad rater's consensus is other bad raters.
+So the statement also reads, per locked candidate, how many items the requester already shares
+with its current raters (`RaterPair`) and how many those raters judged, and `locked_batch`
+ranks by `co_rating`: a candidate whose raters the requester shares clearly more items with
+than their fair share drops one priority level (a comparison one judgment short stays ahead
+of new ones), and within a level the fewest shared items beyond the fair share come first;
+the random key still breaks the remaining ties. Cost: a few index probes per locked candidate
+(its assignments, a pair row and a tally row each), none growing with any history.
 """
 
 import random
@@ -28,6 +39,10 @@ from .models import Assignment, Comparison
 
 CANDIDATES_PER_LOCK = 2
 SHUFFLE_KEY_BITS = 31  # annotation.models.random_shuffle_key draws keys in [0, 2**31)
+# A candidate drops a level when the requester shares more than SLACK + SLACK_SHARE × their
+# fair share of items with its raters (the share widens the slack in long campaigns and in
+# pools whose raters judge at very different rates, where not every fair share can be met).
+SLACK, SLACK_SHARE = 1.0, 0.1
 
 COMPARISON = ("id", "campaign_id", "scenario_id", "response_a_id", "response_b_id", "is_gold")
 COMPARISON += ("judgment_count", "shuffle_key")
@@ -44,6 +59,30 @@ _HALF = """SELECT {columns} FROM annotation_comparison c
                     WHERE a.comparison_id = c.id AND a.annotator_id = %s)
     ORDER BY c.judgment_count {direction}, c.shuffle_key {direction}
     LIMIT {limit} {lock}"""
+
+# Per candidate b (regular ones): the items the requester shares with its current raters
+# (those who judged it or hold it) and the judgments of those raters in the campaign; then the
+# requester's and everyone's judgments there. Index probes: the candidate's assignments, a
+# pair row and a tally row per rater; the campaign's tallies (one per annotator) once.
+_RATERS = (
+    "FROM annotation_assignment a {join} WHERE a.comparison_id = b.id AND a.state IN "
+    f"('{Assignment.State.SUBMITTED.value}', '{Assignment.State.OPEN.value}')"
+)
+_SHARED = "JOIN annotation_raterpair rp ON rp.campaign_id = b.campaign_id"
+_SHARED += " AND rp.low_id = {least}(a.annotator_id, %s)"
+_SHARED += " AND rp.high_id = {greatest}(a.annotator_id, %s)"
+_JUDGED = "JOIN annotation_annotatortally t"
+_JUDGED += " ON t.campaign_id = b.campaign_id AND t.annotator_id = a.annotator_id"
+_CO_RATING = ", ".join(
+    (
+        f"(SELECT COALESCE(SUM(rp.shared), 0) {_RATERS.format(join=_SHARED)})",
+        f"(SELECT COALESCE(SUM(t.judged), 0) {_RATERS.format(join=_JUDGED)})",
+        "(SELECT COALESCE(SUM(t.judged), 0) FROM annotation_annotatortally t"
+        " WHERE t.campaign_id = %s AND t.annotator_id = %s)",
+        "(SELECT COALESCE(SUM(t.judged), 0) FROM annotation_annotatortally t"
+        " WHERE t.campaign_id = %s)",
+    )
+)
 
 
 def _sql(gold: bool, n_passed_over: int) -> str:
@@ -62,15 +101,18 @@ def _sql(gold: bool, n_passed_over: int) -> str:
     }
     sides = (">=", "<") if gold else ("<=", ">")
     before_wrap, after_wrap = (_HALF.format(side=side, **half) for side in sides)
-    shown = ", ".join(
-        (
-            columns("b", COMPARISON),
-            columns("s", SCENARIO),
-            columns("p", PERSONA),
-            columns("ra", RESPONSE),
-            columns("rb", RESPONSE),
-        )
-    )
+    shown = [
+        columns("b", COMPARISON),
+        columns("s", SCENARIO),
+        columns("p", PERSONA),
+        columns("ra", RESPONSE),
+        columns("rb", RESPONSE),
+    ]
+    if not gold:
+        postgres = connection.vendor == "postgresql"
+        functions = ("LEAST", "GREATEST") if postgres else ("MIN", "MAX")
+        shown.append(_CO_RATING.format(least=functions[0], greatest=functions[1]))
+    shown = ", ".join(shown)
     # Only column names and placeholders are formatted in; every value is a parameter.
     return f"""WITH before_wrap AS ({before_wrap}), after_wrap AS ({after_wrap}),
         batch AS (SELECT * FROM before_wrap UNION ALL SELECT * FROM after_wrap)
@@ -82,7 +124,8 @@ def _sql(gold: bool, n_passed_over: int) -> str:
 
 
 def _comparison(row) -> Comparison:
-    """A comparison with its scenario (and persona) and both responses in the fields cache."""
+    """A comparison with its scenario (and persona) and both responses in the fields cache
+    (the row's first columns)."""
     ends = [0]
     for names in (COMPARISON, SCENARIO, PERSONA, RESPONSE, RESPONSE):
         ends.append(ends[-1] + len(names))
@@ -107,26 +150,53 @@ def locked_batch(
     on either side of `start`, each in index order (read backwards for the regular queue),
     merged here. Candidates: comparisons of approved scenarios the user was never handed
     (regular ones: with fewer than k judgments), except `passed_over`.
+
+    The regular ones locked are then ranked by `co_rating` before the shuffle key: by judgment
+    count less the level it drops, then the items shared beyond the fair share. The batch (the
+    first two of each half) always holds the most judged candidates and, unless four or more
+    are started, a new one the requester may take instead.
     """
     half = [campaign.pk, gold]
     half += [] if gold else [campaign.overlap]
     params = []
     for _ in range(2):
         params += [*half, start, *passed_over, user.pk]
+    if not gold:
+        params += [user.pk, user.pk, campaign.pk, user.pk, campaign.pk]  # _CO_RATING's
     with bound_cursor() as cursor:
         cursor.execute(_sql(gold, len(passed_over)), params)
-        found = [_comparison(row) for row in cursor.fetchall()]
+        rows = cursor.fetchall()
     span = 2**SHUFFLE_KEY_BITS
-    if gold:
+    shown = sum(map(len, (COMPARISON, SCENARIO, PERSONA, RESPONSE, RESPONSE)))
+    ranked = []
+    for row in rows:
+        c = _comparison(row[:shown])
+        if gold:
+            ranked.append(((c.judgment_count, (c.shuffle_key - start) % span, c.pk), c))
+            continue
+        drop, excess = co_rating(*row[shown:], overlap=campaign.overlap)
+        ring = (start - c.shuffle_key) % span
+        ranked.append(((drop - c.judgment_count, excess, ring, c.pk), c))
+    return [c for _, c in sorted(ranked, key=lambda ranked_one: ranked_one[0])]
 
-        def rank(c):
-            return (c.judgment_count, (c.shuffle_key - start) % span, c.pk)
-    else:
 
-        def rank(c):
-            return (-c.judgment_count, (start - c.shuffle_key) % span, c.pk)
+def co_rating(
+    shared: int, partners_judged: int, mine: int, everyone: int, overlap: int
+) -> tuple[int, float]:
+    """How far a candidate drops in the queue for the requester (0 or 1 level), and the items
+    they share with its current raters beyond their fair share (its rank within a level).
 
-    return sorted(found, key=rank)
+    `shared`: items the requester shares with the candidate's current raters (summed over
+    them); `partners_judged`: those raters' judgments in the campaign; `mine`, `everyone`: the
+    requester's and all judgments there. Fair share: each of the requester's items has k - 1
+    other places, which fall to the others in proportion to what they judged, so with a rater
+    who judged J_v the requester shares about mine × (k - 1) × J_v / (everyone - mine) items.
+    A candidate without raters has nothing beyond its fair share (0) and never drops.
+    """
+    others = everyone - mine
+    fair = mine * (overlap - 1) * partners_judged / others if others > 0 else 0.0
+    excess = shared - fair
+    return int(excess > SLACK + SLACK_SHARE * fair), excess
 
 
 ASSIGNMENT = ("id", "key", "comparison_id", "annotator_id", "left_is_a", "state", "issued_at")

@@ -251,6 +251,26 @@ class AnnotatorTally(models.Model):
         return f"{self.annotator_id} in {self.campaign_id}: {self.judged}"
 
 
+class RaterPair(models.Model):
+    """Two annotators of a campaign (`low` has the lower id) and how many of its regular
+    comparisons both judged (`shared`), kept as judgments are stored (`recording.store`). The
+    queue reads it to hand an annotator comparisons whose raters they share fewest items with,
+    so every pair of annotators shares items (a connected design; `candidates`)."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="+")
+    low = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    high = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    shared = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["campaign", "low", "high"], name="one_row_per_pair")
+        ]
+
+    def __str__(self):
+        return f"{self.low_id} and {self.high_id} in {self.campaign_id}: {self.shared}"
+
+
 class AnnotatorExclusion(models.Model):
     """An annotator whose judgments a researcher left out of a campaign's numbers, and why.
 

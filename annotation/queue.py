@@ -171,10 +171,14 @@ def _take(user, campaign: Campaign, gold: bool, now) -> Assignment | None:
     """Lock a few of the best candidates (skipping rows others hold) and hand out the first
     that still has a free slot.
 
-    Priority: most judgments first (finish what is started; gold: fewest first). Ties are broken
-    by the comparisons' random `shuffle_key`, read from a random point drawn for this request
-    (see `candidates.locked_batch`), so the order items arrive in says nothing about their
-    companions and differs between annotators. Only comparisons of approved scenarios are handed out.
+    Priority: most judgments first (finish what is started; gold: fewest first), except that a
+    regular comparison whose raters the user already shares clearly more items with than their
+    fair share drops one level, and within a level the fewest shared items come first, so that
+    raters working in step do not form fixed groups (`candidates.co_rating`). Remaining ties are
+    broken by the comparisons' random `shuffle_key`, read from a random point drawn for this
+    request (see `candidates.locked_batch`), so the order items arrive in says nothing about
+    their companions and differs between annotators. Only comparisons of approved scenarios are
+    handed out.
 
     Candidates come in index order without counting leases in SQL, which would cost a subquery
     per comparison of the campaign. Once the rows are locked, their judgment counts are current,

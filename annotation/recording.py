@@ -1,10 +1,13 @@
-"""Storing one judgment: its four writes, sent as one statement on PostgreSQL.
+"""Storing one judgment: its five writes, sent as one statement on PostgreSQL.
 
-A submission inserts the judgment, counts it on the comparison, closes the assignment and
-counts it in the annotator's tally (made by the first judgment: INSERT … ON CONFLICT, so a
-concurrent first judgment of theirs cannot fail on it). On PostgreSQL the four are one
-data-modifying WITH statement, one round trip, prepared once per connection; SQLite has no
-data-modifying WITH and runs the same four statements in turn. The caller holds the locks
+A submission inserts the judgment, counts it on the comparison, closes the assignment, counts
+it in the annotator's tally (made by the first judgment: INSERT … ON CONFLICT, so a
+concurrent first judgment of theirs cannot fail on it) and, on a regular comparison, counts
+one more shared item for the annotator and each who judged the comparison before
+(`RaterPair`, read by the queue; rows taken in id order, so two submissions never wait on
+each other's pair rows crosswise). On PostgreSQL the five are one data-modifying WITH
+statement, one round trip, prepared once per connection; SQLite has no data-modifying WITH
+and runs the same five statements in turn. The caller holds the locks
 (`queue._own_assignment`: assignment, comparison and scenario rows) and has checked that the
 item may take the judgment, so a replay never reaches here and nothing here decides.
 """
@@ -31,10 +34,23 @@ _COUNT_IN_TALLY = """INSERT INTO annotation_annotatortally AS t
     ON CONFLICT (campaign_id, annotator_id) DO UPDATE SET judged = t.judged + 1,
         filled = t.filled + excluded.filled,
         today = CASE WHEN t.day = excluded.day THEN t.today + 1 ELSE 1 END, day = excluded.day"""
+# The others who judged the comparison before (the statement's snapshot: not this judgment;
+# on SQLite, run after it, it is left out by its annotator); `regular`: a parameter, false on
+# gold comparisons, whose raters are not counted.
+_COUNT_PAIRS = """INSERT INTO annotation_raterpair AS p (campaign_id, low_id, high_id, shared)
+    SELECT %s, {least}(j.annotator_id, %s), {greatest}(j.annotator_id, %s), 1
+    FROM annotation_judgment j WHERE j.comparison_id = %s AND j.annotator_id <> %s AND %s
+    ORDER BY 2, 3
+    ON CONFLICT (campaign_id, low_id, high_id) DO UPDATE SET shared = p.shared + 1"""
+_PAIRS = {
+    "postgresql": _COUNT_PAIRS.format(least="LEAST", greatest="GREATEST"),
+    "sqlite": _COUNT_PAIRS.format(least="MIN", greatest="MAX"),
+}
 _AT_ONCE = f"""WITH judgment AS ({_INSERT_JUDGMENT}),
     comparison AS ({_COUNT_ON_COMPARISON}),
     assignment AS ({_CLOSE_ASSIGNMENT}),
-    tally AS ({_COUNT_IN_TALLY})
+    tally AS ({_COUNT_IN_TALLY}),
+    pairs AS ({_PAIRS["postgresql"]})
     SELECT id FROM judgment"""  # noqa: S608 - only the statements above
 
 
@@ -43,6 +59,7 @@ def store(assignment: Assignment, fields: dict, fills: bool) -> Judgment:
     and count it; `fills`: it brings the comparison to k judgments."""
     now = timezone.now()
     comparison = assignment.comparison
+    annotator, regular = assignment.annotator_id, not comparison.is_gold
     values = {
         **fields,
         "assignment_id": assignment.pk,
@@ -65,6 +82,10 @@ def store(assignment: Assignment, fields: dict, fills: bool) -> Judgment:
                 int(fills),
                 db_value(AnnotatorTally, "day", timezone.localdate()),
             ],
+        ),
+        (
+            _PAIRS.get(connection.vendor, _PAIRS["sqlite"]),
+            [comparison.campaign_id, *(annotator, annotator), comparison.pk, annotator, regular],
         ),
     ]
     with bound_cursor() as cursor:
