@@ -44,6 +44,7 @@ class ReleaseData:
     exclusions: dict | None = None  # exclusion_summary of the inputs (None: frozen before)
     on_other_text: int | None = None  # judgments left out, made on an earlier scenario text
     flags: dict[str, dict[int, object]] | None = None  # flag → {scenario: value} (None: /1)
+    scenario_key: dict[int, str] | None = None  # scenario → text sha256 (the fits' order)
 
 
 def representatives(inputs: dict) -> pd.DataFrame:
@@ -255,6 +256,9 @@ def load_data(release: Release, progress=None) -> ReleaseData:
         exclusions=exclusion_summary(inputs),
         on_other_text=inputs.get("judgments_on_other_text"),
         flags=scenario_flags(inputs),
+        scenario_key=dict(
+            zip(inputs["scenarios"]["id"], inputs["scenarios"]["content_sha256"], strict=True)
+        ),
     )
     note = exclusion_note(data.exclusions)
     if note:

@@ -7,8 +7,8 @@ beside the dimensions and subtasks, with the same minimums and skip notes); this
 says how scenarios group by flag and turns two groups' bootstrap draws into a difference.
 
 Why a difference of two fits and its interval from their draws: the groups are disjoint sets
-of scenarios, so their bootstraps (human votes reweighted within a group, the judge's scenarios
-resampled within a group, as the overall leaderboard does) are independent, and pairing draw k
+of scenarios, so their bootstraps (scenarios resampled within a group, with all their human
+votes or judge pairs, as the overall leaderboard does) are independent, and pairing draw k
 of one with draw k of the other is a draw of the stratified bootstrap of the difference.
 Bradley–Terry strengths are relative (mean 0 within each fit), so the difference says how a
 companion's standing against the others changes; a drop every companion shares does not show:
@@ -138,8 +138,8 @@ def difference_note(level: float) -> str:
         "Where companions struggle: a companion's Elo on scenarios with an explicit (stable) "
         "need minus its Elo on those with an implicit (evolving) need, each fitted on that "
         f"group alone; {level:.0%} percentile interval from pairing the two groups' "
-        "independent bootstrap draws (human votes reweighted, the judge's scenarios "
-        "resampled, within each group). Positive: the companion loses ground against the "
+        "independent bootstrap draws (scenarios resampled within each group, all their votes "
+        "or judge pairs with them). Positive: the companion loses ground against the "
         "others when the need is implicit (evolving). Elo is relative to the field, so a drop "
         "shared by every companion does not show."
     )
