@@ -81,3 +81,88 @@ def coverage(
         "coverage": {name: covered[name] / cases for name in covered},
         "width": {name: width[name] / n_studies for name in width},
     }
+
+
+# ---------------------------------------------------------------- flag gaps (releases)
+
+NAMES = list("ABCDEFGH")  # eight companions; B and E struggle on implicit needs, G everywhere
+IMPLICIT_WEAK = ("B", "E")
+EVERYWHERE_WEAK = "G"
+DROP = 0.8  # logits lost by B and E on implicit needs, and by G on every scenario
+FIELD_DROP = 0.5  # logits every companion loses on implicit needs (Bradley–Terry cannot see it)
+
+
+def flag_release(seed: int, n_scenarios: int, n_boot: int = 200, response_sd: float = 1.0):
+    """A release's data (scoring.releases.data.ReleaseData) of eight companions: every pair
+    once on every scenario, half of the scenarios with an implicit need (30% evolving,
+    independently); response quality θ + u (u ~ N(0, response_sd), shared by the votes on the
+    response), B and E losing DROP on implicit needs, G losing DROP everywhere and everyone
+    FIELD_DROP on implicit needs. The judge's own score of each response is its quality plus
+    N(0, 0.3) (data.judge_scores); no pairwise judge. Ids are in no relation to the names."""
+    import hashlib
+
+    import pandas as pd
+
+    from scoring.releases.data import ReleaseData
+
+    rng = np.random.default_rng(seed)
+    n = len(NAMES)
+    ids = np.array([31, 17, 52, 8, 44, 23, 60, 12])
+    scenarios = 1 + rng.permutation(n_scenarios) + 100 * seed
+    implicit = np.arange(n_scenarios) % 2 == 1
+    evolving = rng.random(n_scenarios) < 0.3
+    theta = np.zeros((n_scenarios, n))
+    theta[:, NAMES.index(EVERYWHERE_WEAK)] -= DROP
+    for name in IMPLICIT_WEAK:
+        theta[implicit, NAMES.index(name)] -= DROP
+    theta[implicit] -= FIELD_DROP
+    quality = theta + rng.normal(0.0, response_sd, theta.shape)
+    low, high = np.triu_indices(n, 1)
+    row = np.repeat(np.arange(n_scenarios), len(low))
+    a, b = np.tile(low, n_scenarios), np.tile(high, n_scenarios)
+    a_wins = rng.random(len(a)) < expit(quality[row, a] - quality[row, b])
+    votes = pd.DataFrame(
+        {
+            "comparison": np.arange(1, len(a) + 1),
+            "scenario": scenarios[row],
+            "companion_a": ids[a],
+            "companion_b": ids[b],
+            "annotator": 1,
+            "preference": np.where(a_wins, -1, 1),
+        }
+    )
+    responses = pd.DataFrame(
+        {
+            "response": np.arange(n_scenarios * n),
+            "scenario": np.repeat(scenarios, n),
+            "companion": np.tile(ids, n_scenarios),
+        }
+    )
+    scores = quality.ravel() + rng.normal(0.0, 0.3, n_scenarios * n)
+    flags = {
+        "implicit_need": dict(zip(scenarios.tolist(), implicit.tolist(), strict=True)),
+        "evolving_need": dict(zip(scenarios.tolist(), evolving.tolist(), strict=True)),
+        "risk_level": dict.fromkeys(scenarios.tolist(), "none"),
+    }
+    text = {
+        int(s): hashlib.sha256(f"{seed}/{k}".encode()).hexdigest() for k, s in enumerate(scenarios)
+    }
+    return ReleaseData(
+        companions=sorted(zip(ids.tolist(), NAMES, strict=True)),
+        anchor=int(ids[0]),
+        subtask=dict.fromkeys(scenarios.tolist(), "dialogue_base"),
+        votes=votes,
+        composite=responses.assign(composite=0.3 + 0.02 * quality.ravel()),
+        composite_note="Simulated composite.",
+        seed=seed,
+        n_boot=n_boot,
+        flags=flags,
+        scenario_key=text,
+        judge_scores=responses[["scenario", "companion"]].assign(score=scores),
+    )
+
+
+def flag_marks(results: dict, flag: str = "implicit_need") -> dict[str, int]:
+    """{companion name: the human mark of its flag gap (+1 weaker there, −1, 0)}."""
+    block = results["flag_differences"][flag]["human"]
+    return {c["name"]: block["significant"][k] for k, c in enumerate(results["companions"])}

@@ -15,7 +15,7 @@ from threadpoolctl import threadpool_limits
 from h2htalk.stats import leaderboard as stats
 from scenarios.taxonomy import Dimension, Subtask, dimension_of
 from scoring.metrics.composite import separation
-from scoring.releases import flags
+from scoring.releases import flags, shared_shift
 from scoring.releases.data import NO_JUDGE, ReleaseData
 
 RESULTS_SCHEMA = "h2htalk.release-results/2"  # /2: human intervals resample scenarios
@@ -364,6 +364,29 @@ def _judge_section(data: ReleaseData, canon: _Canonical, groups: dict, draws: di
     }
 
 
+def _shared_shifts(data: ReleaseData, canon: _Canonical) -> dict:
+    """{flag: the field's shared shift} from absolute scores per response (shared_shift): the
+    calibrated judge's own scores when it has them, else the composite."""
+    if data.judge_scores is not None:
+        frame, source, column = data.judge_scores, "judge", "score"
+    else:
+        frame, source, column = data.composite, "composite", "composite"
+    if frame.empty:
+        return {flag: {"skipped": "no absolute score of any response"} for flag in flags.CONTRASTS}
+    scenario = canon.scenarios(frame["scenario"])
+    companion = canon.companions(frame["companion"])
+    score = frame[column].to_numpy(dtype=float)
+    out = {}
+    slicings = zip(flags.FLAGS, flags.slicings(data.flags), strict=True)
+    for flag, (_, _, label_of, _) in slicings:
+        if flag in flags.CONTRASTS:
+            group = _group_codes(frame["scenario"], label_of, list(flags.CONTRASTS[flag]))
+            seed = stats.derived_seed(data.seed, f"shared/{flag}")
+            args = (len(canon.code), source, data.n_boot, data.level, seed)
+            out[flag] = shared_shift.shift(scenario, companion, score, group, *args)
+    return out
+
+
 def _win_matrix(votes: pd.DataFrame, index: pd.Index) -> dict:
     n = len(index)
     if not len(votes):
@@ -433,7 +456,7 @@ def _notes(data: ReleaseData) -> list[str]:
         f"part's votes; parts with fewer than {MIN_GROUP_VOTES} votes, fewer than "
         f"{MIN_VOTES_PER_COMPANION} per companion or fewer than {MIN_GROUP_SCENARIOS} "
         "scenarios are skipped (a few votes per model give unstable fits).",
-        *([flags.slice_note()] if data.flags is not None else []),
+        *([flags.slice_note(), shared_shift.note()] if data.flags is not None else []),
         *data.notes,
     ]
 
@@ -487,5 +510,6 @@ def _compute_results(data: ReleaseData) -> dict:
         results["judgments_on_other_text"] = data.on_other_text
     if data.flags is not None:  # releases frozen without flags (inputs /1): absent
         results["flags"] = flags.present_groups(data.flags)
-        results["flag_differences"] = flags.differences(human, judge, draws, data.level)
+        shared = _shared_shifts(data, canon)
+        results["flag_differences"] = flags.differences(human, judge, draws, data.level, shared)
     return stats.json_safe(results)

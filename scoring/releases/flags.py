@@ -10,9 +10,12 @@ Why a difference of two fits and its interval from their draws: the groups are d
 of scenarios, so their bootstraps (scenarios resampled within a group, with all their human
 votes or judge pairs, as the overall leaderboard does) are independent, and pairing draw k
 of one with draw k of the other is a draw of the stratified bootstrap of the difference.
-Bradley–Terry strengths are relative (mean 0 within each fit), so the difference says how a
-companion's standing against the others changes; a drop every companion shares does not show:
-two responses to one scenario cannot measure it.
+Bradley–Terry strengths are relative (mean 0 within each fit), so the raw difference says how a
+companion's standing against the mean of the others changes, and a drop of a few companions
+moves every other one's the other way (two of eight losing 0.8 logits give the rest −35 Elo).
+So each companion's gap is reported from the field's, the median companion's gap (robust to a
+minority that struggles), and the field's own shift, which no pairwise comparison can see, is
+measured once per flag from absolute scores (scoring.releases.shared_shift).
 """
 
 from __future__ import annotations
@@ -90,9 +93,28 @@ def _skip_reason(group: str, block: dict | None) -> str:
     return ""
 
 
+def _field(relative, paired, both, level):
+    """The field's gap and its draws: the mean gap of the companions whose own gap is not told
+    apart from the median companion's (a minority that struggles would pull a mean, and the
+    median of a few companions leans toward them too); all of them when none stands out."""
+    import numpy as np
+
+    tail = (1 - level) / 2
+    median = np.median(paired[:, both], axis=1)
+    low, high = np.quantile(paired[:, both] - median[:, None], [tail, 1 - tail], axis=0)
+    typical = np.flatnonzero(both)[(low <= ROUNDING) & (high >= -ROUNDING)]
+    if len(typical) < 2:
+        typical = np.flatnonzero(both)
+    return float(relative[typical].mean()), paired[:, typical].mean(axis=1), typical
+
+
 def difference(section: dict, draws: dict, prefix: str, flag: str, level: float) -> dict:
-    """Per companion Elo(from-group) − Elo(on-group) with its percentile interval from the
-    paired draws, +1/−1 where the interval lies above/below 0 (None: not in both fits)."""
+    """Per companion its gap Elo(from-group) − Elo(on-group) measured from the field's (_field:
+    minus the typical companions' mean gap, draw by draw), so that its percentile interval and
+    its +1/−1 (the interval above/below 0) say how much more (less) this companion loses than
+    the field (None: not in both fits). `field` is the field's own gap (relative to the mean
+    of all companions, as Bradley–Terry gives it), `in_field` which companions it is the mean
+    of, `relative` the gaps before the field's is taken off."""
     import numpy as np
 
     scope = FLAGS[flag][0]
@@ -102,25 +124,35 @@ def difference(section: dict, draws: dict, prefix: str, flag: str, level: float)
     reasons = [r for r in reasons if r]
     if reasons:
         return {"skipped": "; ".join(reasons)}
-    point = np.array(blocks[0]["elo"], dtype=float) - np.array(blocks[1]["elo"], dtype=float)
+    relative = np.array(blocks[0]["elo"], dtype=float) - np.array(blocks[1]["elo"], dtype=float)
     paired = draws[f"{prefix}/{flag}/{first}"] - draws[f"{prefix}/{flag}/{second}"]
+    both = np.isfinite(relative)
+    field, field_draws, typical = _field(relative, paired, both, level)
     tail = (1 - level) / 2
-    out = {"difference": [], "low": [], "high": [], "significant": []}
-    for k, value in enumerate(point):
-        if not np.isfinite(value):
-            for key in out:
+    low, high = np.quantile(field_draws, [tail, 1 - tail])
+    out = {"difference": [], "low": [], "high": [], "significant": [], "relative": []}
+    out["in_field"] = []  # whether the companion is one of those the field is the mean of
+    out["field"] = {"difference": field, "low": float(low), "high": float(high)}
+    for k, value in enumerate(relative):
+        if not both[k]:
+            for key in ("difference", "low", "high", "significant", "relative", "in_field"):
                 out[key].append(None)
             continue
-        low, high = np.quantile(paired[:, k], [tail, 1 - tail])
-        out["difference"].append(float(value))
+        out["in_field"].append(bool(k in typical))
+        low, high = np.quantile(paired[:, k] - field_draws, [tail, 1 - tail])
+        out["difference"].append(float(value - field))
         out["low"].append(float(low))
         out["high"].append(float(high))
         out["significant"].append(1 if low > ROUNDING else -1 if high < -ROUNDING else 0)
+        out["relative"].append(float(value))
     return out
 
 
-def differences(human: dict, judge: dict | None, draws: dict, level: float) -> dict:
-    """{flag: {from, on, human, judge}} for the implicit and the evolving need."""
+def differences(
+    human: dict, judge: dict | None, draws: dict, level: float, shared: dict | None = None
+) -> dict:
+    """{flag: {from, on, human, judge, shared}} for the implicit and the evolving need;
+    `shared[flag]` the field's shift in absolute scores (scoring.releases.shared_shift)."""
     out = {}
     for flag, (first, second) in CONTRASTS.items():
         out[flag] = {
@@ -128,6 +160,7 @@ def differences(human: dict, judge: dict | None, draws: dict, level: float) -> d
             "on": second,
             "human": difference(human, draws, "human", flag, level),
             "judge": difference(judge, draws, "judge", flag, level) if judge else None,
+            "shared": (shared or {}).get(flag),
         }
     out["note"] = difference_note(level)
     return out
@@ -137,11 +170,15 @@ def difference_note(level: float) -> str:
     return (
         "Where companions struggle: a companion's Elo on scenarios with an explicit (stable) "
         "need minus its Elo on those with an implicit (evolving) need, each fitted on that "
-        f"group alone; {level:.0%} percentile interval from pairing the two groups' "
-        "independent bootstrap draws (scenarios resampled within each group, all their votes "
-        "or judge pairs with them). Positive: the companion loses ground against the "
-        "others when the need is implicit (evolving). Elo is relative to the field, so a drop "
-        "shared by every companion does not show."
+        "group alone, measured from the field: minus the field's gap (the mean gap of the "
+        "companions whose own gap is not told apart from the median companion's, so that a "
+        "few companions that struggle do not move it), so a positive number is a weakness of "
+        "this companion beyond what the field shares and 0 is the field's own. "
+        f"{level:.0%} percentile interval from pairing the two groups' independent bootstrap "
+        "draws (scenarios resampled within each group, all their votes or judge pairs with "
+        "them), the field's gap taken off draw by draw. Elo is relative, so the field's "
+        "own drop cannot show in Elo: it is given once per flag as the shared shift, from "
+        "absolute scores of every response (the calibrated judge's, else the composite)."
     )
 
 

@@ -32,11 +32,12 @@ WEAK = 1  # position of the companion that struggles (id 11)
 
 
 def true_difference(drop: float) -> np.ndarray:
-    """Elo(explicit) − Elo(implicit) per companion when companion WEAK loses `drop` in log-
-    strength on implicit needs: strengths are centred within each fit, so the others gain drop/n."""
+    """Elo(explicit) − Elo(implicit) per companion, from the field's (the median companion's),
+    when companion WEAK loses `drop` in log-strength on implicit needs: the drop itself for
+    WEAK, 0 for the others (relative to the mean they would gain drop/n)."""
     shift = np.zeros(len(IDS))
     shift[WEAK] = drop
-    return ELO_SCALE * (shift - shift.mean())
+    return ELO_SCALE * (shift - np.median(shift))
 
 
 def simulate(seed=0, drop=1.0, n_scenarios=400, n_boot=200, with_judge=False, risk_high=4):
@@ -148,8 +149,13 @@ def test_the_judge_sees_the_drop_too_and_the_slices_are_the_leaderboard_fits():
     }
     implicit = results["human"]["by_implicit_need"]["implicit"]
     explicit = results["human"]["by_implicit_need"]["explicit"]
-    difference = results["flag_differences"]["implicit_need"]["human"]["difference"]
-    assert difference == pytest.approx(np.subtract(explicit["elo"], implicit["elo"]).tolist())
+    human = results["flag_differences"]["implicit_need"]["human"]
+    relative = np.subtract(explicit["elo"], implicit["elo"])
+    assert human["relative"] == pytest.approx(relative.tolist())
+    field = human["field"]["difference"]
+    assert field == pytest.approx(np.median(relative))
+    assert human["difference"] == pytest.approx((relative - field).tolist())
+    assert human["field"]["low"] <= field <= human["field"]["high"]
     assert implicit["votes"] + explicit["votes"] == len(data.votes)
     assert "resamples of the" in results["judge"]["by_implicit_need"]["implicit"]["method"]
     assert set(results["composite"]["by_risk_level"]) == {"none", "high"}
@@ -281,6 +287,10 @@ def test_renumbered_companions_and_scenarios_give_identical_intervals():
         before, after = _fits_by_name(base, source), _fits_by_name(moved, source)
         assert len(before) >= 10 and "elo" in before["by_implicit_need/implicit"]
         assert after == before, source
+    for flag in ("implicit_need", "evolving_need"):  # the field's shift, on the composite here
+        shared = base["flag_differences"][flag]["shared"]
+        assert shared["source"] == "composite" and "difference" in shared
+        assert moved["flag_differences"][flag]["shared"] == shared
 
 
 def test_the_judge_differences_do_not_depend_on_sides_or_shifted_ids():
@@ -401,7 +411,13 @@ def test_the_page_and_the_files_show_the_flag_slices_and_differences(
     assert download.status_code == 200
     assert download["Content-Disposition"].endswith('.differences.csv"')
     differences = list(csv.DictReader(io.StringIO(download.content.decode())))
-    assert len(differences) == 2 * 2 * 3  # 2 flags × humans and judge × 3 companions
+    assert len(differences) == 2 * 2 * 3 + 2  # 2 flags × humans and judge × 3 companions
+    shared = [r for r in differences if r["source"].startswith("shared")]  # once per flag
+    assert [r["flag"] for r in shared] == ["implicit_need", "evolving_need"]
+    assert shared[0]["baseline"] == "absolute" and not shared[0]["companion"]
+    assert {r["baseline"] for r in differences} == {"field", "absolute"}
+    for needle in ('id="shared-shift"', 'id="struggles-baseline"', "from the field"):
+        assert needle in text, needle
     data = flagged_release.result.data["flag_differences"]
     first = next(r for r in differences if r["flag"] == "implicit_need" and r["source"] == "human")
     assert float(first["difference"]) == pytest.approx(
@@ -411,5 +427,8 @@ def test_the_page_and_the_files_show_the_flag_slices_and_differences(
     for heading in ("## Per implicit need", "## Per evolving need", "## Per risk level"):
         assert heading in markdown
     assert "## Where companions struggle" in markdown
-    assert "Human Elo, explicit − implicit (95% CI)" in markdown
+    assert "Field's shared shift, explicit − implicit" in markdown
+    assert "Each number is relative to the field" in markdown
+    assert "Human Elo, explicit − implicit, from the field (95% CI)" in markdown
+    assert data["implicit_need"]["shared"]["source"] == "judge"  # it scores responses one by one
     assert "flag_differences" in formats.to_json(flagged_release)
