@@ -195,7 +195,7 @@ def difference_rows(release: Release, data: dict) -> list[dict]:
                     row.update(baseline="field", unit="Elo")
                     for key in ("difference", "low", "high", "significant", "relative"):
                         row[key] = block[key][k]
-                    row["in_field"] = block["in_field"][k]
+                    row["field_weight"] = block["field_weight"][k]
                 rows.append(row)
         rows.append(_shared_row(release, data, flag, entry))
     return rows
@@ -224,7 +224,7 @@ def _shared_row(release: Release, data: dict, flag: str, entry: dict) -> dict:
 DIFFERENCE_COLUMNS = [
     "release", "fingerprint", "flag", "from_group", "on_group", "source", "companion_id",
     "companion", "baseline", "difference", "low", "high", "significant", "unit", "relative",
-    "in_field", "level", "note",
+    "field_weight", "level", "note",
 ]  # fmt: skip
 
 

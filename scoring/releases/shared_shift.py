@@ -11,9 +11,9 @@ scenarios), so it is measured on absolute scores of each response:
 - otherwise (no judge, or a pairwise one) the paper's composite, in composite points.
 
 Per companion: mean score of its responses on the from-group minus on the on-group; the shift
-is the median over companions (the field: what the median companion loses, as the per-companion
-gaps are measured from it, scoring.releases.flags), with a percentile interval from resampling
-scenarios within each group (the same unit as every other interval of a release). Rows are
+is the field's gap (scoring.releases.flags.field_gap, the robust mean the per-companion gaps are
+measured from: Tukey's biweight, in which a few companions that struggle far more than the rest
+weigh little or nothing), with a percentile interval from resampling scenarios within each group (the same unit as every other interval of a release). Rows are
 taken in the canonical order of scoring.releases.computing (scenario ranks by text hash,
 companion codes by name), so renumbered ids give the same numbers.
 """
@@ -22,6 +22,7 @@ import numpy as np
 
 from h2htalk.stats import leaderboard as stats
 from h2htalk.stats.bradley_terry import ELO_SCALE
+from scoring.releases import flags
 
 SOURCES = {
     "judge": (
@@ -65,20 +66,24 @@ def shift(scenario, companion, score, group, n_models, source, n_boot, level, se
     if not both.any():
         return {**out, "skipped": "no companion with scores in both groups"}
     rng = np.random.default_rng(seed)
-    draws = np.empty(n_boot)
+    draws = np.empty((n_boot, n_models))
     for start in range(0, n_boot, stats.BATCH):
         size = min(stats.BATCH, n_boot - start)
         means = []
         for (values, present), n in zip(parts, sizes, strict=True):
             weights = rng.multinomial(n, np.full(n, 1 / n), size=size).astype(float)
             means.append(_means(values, present, weights))
-        gaps = (means[0] - means[1])[:, both]
-        draws[start : start + size] = np.nanmedian(gaps, axis=1)
+        draws[start : start + size] = means[0] - means[1]
+    gap = point[0] - point[1]
+    both &= np.isfinite(draws).all(axis=0)  # a companion missing from a draw is left out
+    if not both.any():
+        return {**out, "skipped": "too few scenarios with scores for every companion"}
+    field, field_draws, _ = flags.field_gap(gap, draws, both)
     tail = (1 - level) / 2
-    low, high = np.nanquantile(draws, [tail, 1 - tail])
+    low, high = np.quantile(field_draws, [tail, 1 - tail])
     return {
         **out,
-        "difference": float(np.median((point[0] - point[1])[both])) * scale,
+        "difference": field * scale,
         "low": float(low) * scale,
         "high": float(high) * scale,
         "companions": int(both.sum()),
@@ -87,11 +92,10 @@ def shift(scenario, companion, score, group, n_models, source, n_boot, level, se
 
 def note() -> str:
     return (
-        "Shared shift: what the field (the median companion) loses on implicit (evolving) "
+        "Shared shift: what the field (the typical companion) loses on implicit (evolving) "
         "needs against explicit (stable) ones in absolute terms, which Elo cannot show: the "
         "mean absolute score of each companion's responses on the first group minus on the "
-        "second, the median over companions, with a percentile interval from resampling "
-        "scenarios within each group. Absolute scores: the calibrated judge's own score of "
+        "second, the biweight (robust) mean over companions, with a percentile interval from resampling scenarios within each group. Absolute scores: the calibrated judge's own score of "
         "each response (its pairwise decision is the difference of two such scores), in Elo; "
         "without such a judge, the paper's composite, in composite points."
     )

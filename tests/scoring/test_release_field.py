@@ -1,4 +1,4 @@
-"""Flag gaps are read against the field (scoring.releases.flags._field) and the field's shared
+"""Flag gaps are read against the field (scoring.releases.flags.field_gap) and the field's shared
 shift is measured on absolute scores (scoring.releases.shared_shift), on simulated releases
 with a known truth (tests/scenario_studies.flag_release): eight companions, B and E losing 0.8
 logits on implicit needs, G 0.8 everywhere, every companion 0.5 on implicit needs, a N(0, 1)
@@ -11,7 +11,7 @@ import pytest
 
 from h2htalk.stats.bradley_terry import ELO_SCALE
 from scoring.calibration.prediction import ResponseFeatures
-from scoring.releases import computing
+from scoring.releases import computing, flags
 from tests import scenario_studies as studies
 
 # The study size for this effect: the number of scenarios (every pair of the eight companions
@@ -43,20 +43,20 @@ def test_only_the_companions_that_struggle_are_marked(runs):
 
 def test_relative_to_the_mean_the_others_seem_to_gain_and_the_field_takes_it_off(runs):
     others = [n for n in studies.NAMES if n not in studies.IMPLICIT_WEAK]
-    relative, from_field, field, set_aside = [], [], [], 0
+    relative, from_field, field, weights = [], [], [], []
     for results in runs:
         block = results["flag_differences"]["implicit_need"]["human"]
         names = [c["name"] for c in results["companions"]]
         relative += [block["relative"][names.index(n)] for n in others]
         from_field += [block["difference"][names.index(n)] for n in others]
         field.append(block["field"]["difference"])
-        set_aside += sum(not block["in_field"][names.index(n)] for n in studies.IMPLICIT_WEAK)
+        weights += [block["field_weight"][names.index(n)] for n in studies.IMPLICIT_WEAK]
     # Two of eight losing 0.8 logits: the rest gain 0.2 against the mean (−35 Elo before the
     # response effect pulls strengths together).
     assert -40 < np.mean(relative) < -20
     assert -40 < np.mean(field) < -15  # the field's own gap is that shift …
     assert abs(np.mean(from_field)) < 5  # … so from the field the others are at 0
-    assert set_aside >= 0.8 * 2 * SEEDS  # B and E are not part of the field they are read from
+    assert np.mean(weights) < 0.2  # B and E weigh little in the field they are read from
 
 
 def test_the_shared_shift_comes_from_the_judge_scores_and_covers_the_truth(runs):
@@ -103,3 +103,20 @@ def test_a_judges_own_scores_of_responses_give_its_pair_decisions():
     keep = np.isfinite(p) & ~np.isin(a, [105]) & ~np.isin(b, [105])
     offset = np.log(p[keep] / (1 - p[keep])) - (score[a - 100] - score[b - 100])[keep]
     assert keep.sum() > 150 and np.ptp(offset) < 1e-9
+
+
+def test_the_field_is_a_biweight_mean_that_drops_far_gaps_and_ignores_order():
+    symmetric = np.array([[0.0, 1.0, 2.0, 3.0, 4.0]])
+    center, weights = flags.biweight(symmetric)
+    assert center[0] == pytest.approx(2.0) and weights[0, 2] == 1.0
+    with_outliers = np.array([[0.0, 1.0, 2.0, 3.0, 4.0, 60.0, 80.0]])
+    center, weights = flags.biweight(with_outliers)
+    assert center[0] == pytest.approx(2.0) and weights[0, 5:].tolist() == [0.0, 0.0]
+    assert np.mean(with_outliers) > 20 and np.median(with_outliers) == 3.0  # mean, median lean
+    rng = np.random.default_rng(0)
+    values = rng.normal(0, 1, (50, 8))
+    order = rng.permutation(8)
+    center, weights = flags.biweight(values)
+    moved, moved_weights = flags.biweight(values[:, order])
+    assert np.array_equal(center, moved) and np.array_equal(weights[:, order], moved_weights)
+    assert flags.biweight(np.full((1, 3), 5.0))[0][0] == 5.0  # no spread: the mean
