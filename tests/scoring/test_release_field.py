@@ -15,9 +15,10 @@ from scoring.releases import computing, flags
 from tests import scenario_studies as studies
 
 # The study size for this effect: the number of scenarios (every pair of the eight companions
-# once on each: 28 votes per scenario, 5,600 votes). Measured over 200 seeds at 1,000 draws:
-# B and E marked in 96–99% of seeds, every other companion in about 5% (2–8%); at 120 scenarios
-# B and E only in about 80%. TODO(lead): take it from the planner (issue 21, point 5).
+# once on each: 28 votes per scenario, 5,600 votes). Measured over 200 seeds at 1,000 draws
+# (bench/scenario_bootstrap_bench): B and E marked in 97% and 96% of seeds, every other companion
+# in 4–6%; at 120 scenarios B and E only in 76% and 83%. TODO(lead): take it from the planner
+# (issue 21, point 5).
 STUDY_SIZE = 200
 SEEDS = 20
 
