@@ -432,3 +432,20 @@ def test_the_page_and_the_files_show_the_flag_slices_and_differences(
     assert "Human Elo, explicit − implicit, from the field (95% CI)" in markdown
     assert data["implicit_need"]["shared"]["source"] == "judge"  # it scores responses one by one
     assert "flag_differences" in formats.to_json(flagged_release)
+
+
+@pytest.mark.django_db
+def test_numbers_stored_by_the_vote_level_method_fail_the_check_saying_why(flagged_release):
+    """Results of schema /1 (human intervals from reweighting vote counts, fits in id order)
+    cannot be reproduced by this code: the check says so instead of only 'differ'."""
+    from scoring.models import ReleaseResult
+
+    stored = ReleaseResult.objects.get(release=flagged_release)
+    assert stored.data["schema"] == computing.RESULTS_SCHEMA == "h2htalk.release-results/2"
+    ReleaseResult.objects.filter(pk=stored.pk).update(
+        data={**stored.data, "schema": "h2htalk.release-results/1"}
+    )
+    outcome = releases.check(flagged_release)
+    assert not outcome.ok
+    assert "results schema h2htalk.release-results/1" in outcome.message
+    assert "this code computes h2htalk.release-results/2" in outcome.message
