@@ -4,13 +4,18 @@ significant, CI-based ranks, empirical win rates and the anchor win rate correct
 Plain arrays in and out; nothing here touches the database (scoring.releases.data does).
 
 - Human votes: one outcome per vote (A better 1, tie ½, B better 0: the 5-point strength is not
-  used), aggregated into (i, j, outcome) cells; the bootstrap reweights the cell counts
-  multinomially (bradley_terry.bootstrap, the Chatbot Arena method). This treats votes as
-  independent draws.
+  used), summed per (scenario, pair) like the judge's (vote_scenario_strengths); the bootstrap
+  resamples scenarios, every vote of a drawn scenario with it. Votes on one scenario share its
+  responses (a response's own quality moves every vote on it), so they are not independent:
+  the multinomial reweighting of (pair, outcome) counts (vote_strengths, the Chatbot Arena
+  method) gives intervals too narrow for claims about scenarios and is kept for comparison.
 - Judge predictions: every (scenario, pair) contributes a fractional outcome p to i and 1 − p
-  to j. A multinomial reweighting of such cells would pretend every fraction is an independent
-  vote, so the bootstrap resamples *scenarios* with replacement instead (all pairs of a scenario
-  move together).
+  to j; the bootstrap resamples *scenarios* with replacement (all pairs of a scenario move
+  together), the same unit as the humans'.
+- Canonical order: a draw's scenario weights go to the cells' rows in the order of their
+  scenario keys (sorted), and the fits run in the order of the model indices given; callers
+  that want numbers independent of database ids pass content keys and content-ordered indices
+  (scoring.releases.computing: scenarios by text sha256, companions by name).
 - Significance: from the bootstrap draws of the Elo scale, P(i > j) and the percentile interval
   of elo_i − elo_j; a difference is significant when that interval excludes 0. The rank of a
   model is 1 + the number of models significantly better than it, so the rank column and the
@@ -34,6 +39,8 @@ from . import LEVEL, N_BOOT, ppi
 from . import bradley_terry as bt
 
 DENSE_LIMIT = 25_000_000  # scenario × pair cells held densely for the scenario bootstrap
+DENSE_SHARE = 0.25  # … when at least this share of them is played (the judge: all; votes: few)
+VOTES = "votes"  # cell_strengths' source for human votes
 BATCH = 100  # bootstrap draws per matrix product and batched fit
 MAX_STEP = 1.0  # largest change of a log-strength per Newton step in fit_batch
 
@@ -262,7 +269,7 @@ class ScenarioCells:
         pairs = np.flatnonzero(played)
         if sparse.issparse(games):
             wins, games = self.wins[rows][:, pairs], games[:, pairs]
-            if wins.shape[0] * wins.shape[1] <= DENSE_LIMIT:
+            if _dense(wins.shape, games.nnz):
                 wins, games = wins.toarray(), games.toarray()
         else:
             wins, games = self.wins[np.ix_(rows, pairs)], games[:, pairs]
@@ -313,7 +320,7 @@ def scenario_cells(scenario, a, b, p, n_models: int) -> ScenarioCells:
     del code
     row, scenarios = _scenario_codes(scenario)
     shape = (len(scenarios), len(codes))
-    if shape[0] * shape[1] <= DENSE_LIMIT:
+    if _dense(shape, len(p_low)):
         flat = row.astype(np.int64, copy=False)  # row · pairs + pair
         flat *= shape[1]
         flat += pair
@@ -327,6 +334,12 @@ def scenario_cells(scenario, a, b, p, n_models: int) -> ScenarioCells:
     pair_low, pair_high = np.divmod(codes, n_models)
     once = not sparse.issparse(games) and bool((games == 1).all())
     return ScenarioCells(wins, games, pair_low, pair_high, n_models, once, scenarios)
+
+
+def _dense(shape: tuple[int, int], played: int) -> bool:
+    """Hold S × K cells densely: few enough, and enough of them played (rows at most)."""
+    size = shape[0] * shape[1]
+    return size <= DENSE_LIMIT and played >= DENSE_SHARE * size
 
 
 def _scenario_codes(scenario: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -357,10 +370,28 @@ def scenario_strengths(
     return cell_strengths(cells, n_boot, level, seed)
 
 
-def cell_strengths(
-    cells: ScenarioCells, n_boot: int = N_BOOT, level: float = LEVEL, seed: int = 0
+def vote_scenario_strengths(
+    scenario, a, b, outcome, n_models: int, n_boot: int = N_BOOT, level: float = LEVEL, seed=0
 ) -> Strengths:
-    """scenario_strengths from the per-scenario cells (scenario_cells, or a part of them)."""
+    """Bradley–Terry from human votes (outcome for a: 1, 0.5, 0) with intervals from resampling
+    scenarios: the votes summed per (scenario, pair) (scenario_cells), every vote of a drawn
+    scenario drawn with it (cell_strengths). Scenarios are taken in the order of their keys."""
+    outcome = np.asarray(outcome, dtype=float)
+    if not np.isin(outcome, (0.0, 0.5, 1.0)).all():
+        raise ValueError("outcomes must be 0 (b won), 0.5 (tie) or 1 (a won)")
+    cells = scenario_cells(scenario, a, b, outcome, n_models)
+    return cell_strengths(cells, n_boot, level, seed, source=VOTES)
+
+
+def cell_strengths(
+    cells: ScenarioCells,
+    n_boot: int = N_BOOT,
+    level: float = LEVEL,
+    seed: int = 0,
+    source: str = "judge",
+) -> Strengths:
+    """scenario_strengths from the per-scenario cells (scenario_cells, or a part of them);
+    `source` VOTES when the cells hold human votes (for the method's description)."""
     n_models = cells.n_models
     n_scenarios = cells.wins.shape[0]
     ones = np.ones((1, n_scenarios))
@@ -380,15 +411,23 @@ def cell_strengths(
     games = np.zeros(n_models)
     np.add.at(games, cells.low, pair_games[0])
     np.add.at(games, cells.high, pair_games[0])
+    if source == VOTES:
+        fitted = "votes (tie = half a win each)"
+        why = "votes on one scenario share its responses, so they are not independent"
+    else:
+        fitted = (
+            "the judge's expected outcomes (each scenario pair: P(i beats j) a win for i, "
+            "the rest for j)"
+        )
+        why = "fractional outcomes are not independent votes"
     return _strengths(
         theta,
         draws,
         games,
         level,
-        f"Bradley–Terry by maximum likelihood on the judge's expected outcomes (each scenario "
-        f"pair: P(i beats j) a win for i, the rest for j); {level:.0%} percentile intervals "
-        f"from {n_boot} bootstrap resamples of the {n_scenarios} scenarios (fractional outcomes "
-        "are not independent votes, so scenarios are the resampled unit)",
+        f"Bradley–Terry by maximum likelihood on {fitted}; {level:.0%} percentile intervals "
+        f"from {n_boot} bootstrap resamples of the {n_scenarios} scenarios, all of a drawn "
+        f"scenario's outcomes with it ({why}, so scenarios are the resampled unit)",
     )
 
 

@@ -122,6 +122,19 @@ class ResponseFeatures:
         p[~(self.complete[a] & self.complete[b])] = np.nan
         return p
 
+    def absolute(self, document: Mapping, response_ids) -> np.ndarray:
+        """Each response's own score on the judge's logit scale, Σ_k w_k·x_k / scale_k (the
+        decision of a pair is the difference of its sides' scores plus constants), NaN where
+        a feature source is missing; a missing feature value counts 0, as in a pair."""
+        rows = self._rows(response_ids)
+        scaling = document["scaling"]
+        values = np.where(np.isnan(self.values[rows]), 0.0, self.values[rows])
+        score = np.zeros(len(rows))
+        for k, weight in enumerate(document["weights"]):
+            score = score + float(weight) * (values[:, k] / float(scaling["scale"][k]))
+        score[~self.complete[rows]] = np.nan
+        return score
+
     def _rows(self, response_ids) -> np.ndarray:
         ids = np.asarray(response_ids, dtype=np.int64)
         rows = np.searchsorted(self.ids, ids)

@@ -15,10 +15,10 @@ from threadpoolctl import threadpool_limits
 from h2htalk.stats import leaderboard as stats
 from scenarios.taxonomy import Dimension, Subtask, dimension_of
 from scoring.metrics.composite import separation
-from scoring.releases import flags, style
+from scoring.releases import flags, shared_shift, style
 from scoring.releases.data import NO_JUDGE, ReleaseData
 
-RESULTS_SCHEMA = "h2htalk.release-results/1"
+RESULTS_SCHEMA = "h2htalk.release-results/2"  # /2: human intervals resample scenarios
 MIN_GROUP_VOTES = 30  # a dimension or subtask with fewer human votes is skipped, with a note
 MIN_VOTES_PER_COMPANION = 10  # … or with fewer than this many votes per companion in it
 MIN_GROUP_SCENARIOS = 5  # the judge's scenario bootstrap needs a few scenarios per group
@@ -48,20 +48,71 @@ def _masked(strengths: stats.Strengths, present: np.ndarray, n: int) -> dict:
     return out
 
 
-def _present(a: np.ndarray, b: np.ndarray, n: int) -> np.ndarray:
-    """The sorted positions that occur in a or b (np.unique of both, by counting)."""
-    return np.flatnonzero(np.bincount(a, minlength=n) + np.bincount(b, minlength=n))
+class _Canonical:
+    """The order every fit computes in, from content and not from database ids: companions by
+    name (unique), scenarios by the sha256 of their text (ids only break ties, as when a
+    release's data carry no hashes), so that a release whose companions or scenarios are
+    renumbered draws the same bootstrap weights and sums in the same order: the same numbers
+    bit for bit. `code[position]` is a companion's place in name order, `position[code]` back;
+    `scenario_ids[rank]` the scenario of each rank."""
+
+    def __init__(self, data: ReleaseData, index: pd.Index):
+        names = dict(data.companions)
+        order = sorted(range(len(index)), key=lambda k: (names[index[k]], index[k]))
+        self.index = index
+        self.position = np.array(order, dtype=np.int64)
+        self.code = np.empty(len(order), dtype=np.int64)
+        self.code[self.position] = np.arange(len(order))
+        keys = data.scenario_key or {}
+        self.scenario_ids = np.array(sorted(data.subtask, key=lambda s: (keys.get(s, ""), s)))
+        self._rank = pd.Index(self.scenario_ids)
+
+    def companions(self, column) -> np.ndarray:
+        return self.code[self.index.get_indexer(column)]
+
+    def scenarios(self, column) -> np.ndarray:
+        """The rank of each entry's scenario (a column sorted by id, as a release's judge pairs
+        come, is looked up once per scenario, not per row)."""
+        column = np.asarray(column)
+        if len(column) and (column[1:] >= column[:-1]).all():
+            starts = np.flatnonzero(np.r_[True, column[1:] != column[:-1]])
+            ranks = self._rank.get_indexer(column[starts])
+            ranks = np.repeat(ranks, np.diff(np.r_[starts, len(column)]))
+        else:
+            ranks = self._rank.get_indexer(column)
+        if (ranks < 0).any():
+            raise ValueError("a row's scenario is not one of the release's scenarios")
+        return ranks
 
 
-def _vote_block(votes: dict, rows, n, data, name, minimum, draws=None) -> dict:
-    """The Bradley–Terry fit of the votes in `rows` (a mask over the arrays of `votes`:
-    a and b, the companions' positions, outcome_a and comparison)."""
-    a, b = votes["a"][rows], votes["b"][rows]
-    count = len(a)
-    block = {"votes": count, "comparisons": len(np.unique(votes["comparison"][rows]))}
+class _VoteCells:
+    """The human votes as per-scenario cells over every companion (stats.scenario_cells in the
+    canonical order), built once; a group's fit cuts its scenarios' rows from them, as the
+    judge's do. The votes' own columns stay for the counts."""
+
+    def __init__(self, frame: pd.DataFrame, canon: _Canonical):
+        self.canon = canon
+        self.comparison = frame["comparison"].to_numpy()
+        self.cells = stats.scenario_cells(
+            canon.scenarios(frame["scenario"]),
+            canon.companions(frame["companion_a"]),
+            canon.companions(frame["companion_b"]),
+            _outcome_a(frame["preference"]),
+            len(canon.code),
+        )
+        self.scenarios = canon.scenario_ids[self.cells.scenarios]  # per cell row
+
+
+def _vote_block(votes: _VoteCells, parts, n, data, name, minimum, draws=None) -> dict:
+    """The Bradley–Terry fit of the votes in parts[0] (a mask over the votes) with intervals
+    from resampling their scenarios (parts[1], a mask over the cells' rows)."""
+    rows, cell_rows = parts[0], np.flatnonzero(parts[1])
+    count = int(np.count_nonzero(rows))
+    block = {"votes": count, "comparisons": len(np.unique(votes.comparison[rows]))}
+    block["scenarios"] = len(cell_rows)
     if count == 0:
         return {**block, "skipped": "no human votes"}
-    present = _present(a, b, n)
+    cells, present = votes.cells.part(cell_rows)
     if len(present) < 2:
         return {**block, "skipped": "fewer than two companions with votes"}
     if minimum and count < max(minimum, MIN_VOTES_PER_COMPANION * len(present)):
@@ -71,17 +122,21 @@ def _vote_block(votes: dict, rows, n, data, name, minimum, draws=None) -> dict:
             "skipped": f"only {count} human votes (a fit needs {needed}: at least {minimum} "
             f"and {MIN_VOTES_PER_COMPANION} per companion)",
         }
-    local = np.full(n, -1)
-    local[present] = np.arange(len(present))
-    strengths = stats.vote_strengths(
-        local[a],
-        local[b],
-        votes["outcome_a"][rows],
-        len(present),
+    least = MIN_GROUP_SCENARIOS if minimum else 2
+    if len(cell_rows) < least:
+        return {
+            **block,
+            "skipped": f"human votes on {len(cell_rows)} scenario(s) (the scenario bootstrap "
+            f"needs at least {least})",
+        }
+    strengths = stats.cell_strengths(
+        cells,
         n_boot=data.n_boot,
         level=data.level,
         seed=stats.derived_seed(data.seed, name),
+        source=stats.VOTES,
     )
+    present = votes.canon.position[present]  # companions' positions, in the fit's order
     if draws is not None:  # kept for the flag differences (scoring.releases.flags)
         draws[name] = flags.expanded_draws(strengths.draws, present, n)
     return {**block, **_masked(strengths, present, n)}
@@ -89,19 +144,22 @@ def _vote_block(votes: dict, rows, n, data, name, minimum, draws=None) -> dict:
 
 class _JudgeCells:
     """The judge's usable pairs (finite P) as per-scenario cells over every companion, built
-    once; a group's fit cuts its scenarios' rows from them (stats.ScenarioCells.part)."""
+    once in the canonical order; a group's fit cuts its scenarios' rows from them
+    (stats.ScenarioCells.part)."""
 
-    def __init__(self, population: pd.DataFrame, index: pd.Index):
+    def __init__(self, population: pd.DataFrame, canon: _Canonical):
         p = population["p_a"].to_numpy(dtype=float)
         finite = np.isfinite(p)
         usable, p = (population, p) if finite.all() else (population[finite], p[finite])
+        self.canon = canon
         self.cells = stats.scenario_cells(
-            usable["scenario"].to_numpy(),
-            index.get_indexer(usable["companion_a"]),
-            index.get_indexer(usable["companion_b"]),
+            canon.scenarios(usable["scenario"]),
+            canon.companions(usable["companion_a"]),
+            canon.companions(usable["companion_b"]),
             p,
-            len(index),
+            len(canon.code),
         )
+        self.scenarios = canon.scenario_ids[self.cells.scenarios]  # per cell row
         self.pairs = np.asarray(self.cells.games.sum(axis=1)).ravel()  # usable pairs per row
         self.missing = population["scenario"].to_numpy()[~finite]  # a row per missing P
 
@@ -127,6 +185,7 @@ def _judge_block(judge: _JudgeCells, parts, n, data, name, minimum_scenarios, dr
     strengths = stats.cell_strengths(
         cells, n_boot=data.n_boot, level=data.level, seed=stats.derived_seed(data.seed, name)
     )
+    present = judge.canon.position[present]
     if draws is not None:
         draws[name] = flags.expanded_draws(strengths.draws, present, n)
     return {**block, **_masked(strengths, present, n)}
@@ -279,39 +338,57 @@ def _by_group(columns: tuple, data: ReleaseData, groups: dict, fit, prefix, mini
     return out
 
 
-def _human_section(data: ReleaseData, index: pd.Index, groups: dict, draws: dict) -> dict:
-    frame = data.votes
-    votes = {
-        "a": index.get_indexer(frame["companion_a"]),
-        "b": index.get_indexer(frame["companion_b"]),
-        "outcome_a": _outcome_a(frame["preference"]),
-        "comparison": frame["comparison"].to_numpy(),
-    }
+def _human_section(data: ReleaseData, canon: _Canonical, groups: dict, draws: dict) -> dict:
+    votes = _VoteCells(data.votes, canon)
+    n = len(canon.code)
 
     def fit(parts, name, minimum):
-        return _vote_block(votes, parts[0], len(index), data, name, minimum, draws)
+        return _vote_block(votes, parts, n, data, name, minimum, draws)
 
-    scenario = frame["scenario"].to_numpy()
+    columns = (data.votes["scenario"].to_numpy(), votes.scenarios)
     return {
-        "overall": fit([np.ones(len(frame), dtype=bool)], "human/overall", 0),
-        **_by_group((scenario,), data, groups, fit, "human", MIN_GROUP_VOTES),
+        "overall": fit([np.ones(len(c), dtype=bool) for c in columns], "human/overall", 0),
+        **_by_group(columns, data, groups, fit, "human", MIN_GROUP_VOTES),
     }
 
 
-def _judge_section(data: ReleaseData, index: pd.Index, groups: dict, draws: dict) -> dict | None:
+def _judge_section(data: ReleaseData, canon: _Canonical, groups: dict, draws: dict) -> dict | None:
     if data.population is None:
         return None
-    judge = _JudgeCells(data.population, index)
+    judge = _JudgeCells(data.population, canon)
 
     def fit(parts, name, minimum):
-        return _judge_block(judge, parts, len(index), data, name, minimum, draws)
+        return _judge_block(judge, parts, len(canon.code), data, name, minimum, draws)
 
-    columns = (judge.cells.scenarios, judge.missing)
+    columns = (judge.scenarios, judge.missing)
     return {
         **data.judge,
         "overall": fit([np.ones(len(c), dtype=bool) for c in columns], "judge/overall", 2),
         **_by_group(columns, data, groups, fit, "judge", MIN_GROUP_SCENARIOS),
     }
+
+
+def _shared_shifts(data: ReleaseData, canon: _Canonical) -> dict:
+    """{flag: the field's shared shift} from absolute scores per response (shared_shift): the
+    calibrated judge's own scores when it has them, else the composite."""
+    if data.judge_scores is not None:
+        frame, source, column = data.judge_scores, "judge", "score"
+    else:
+        frame, source, column = data.composite, "composite", "composite"
+    if frame.empty:
+        return {flag: {"skipped": "no absolute score of any response"} for flag in flags.CONTRASTS}
+    scenario = canon.scenarios(frame["scenario"])
+    companion = canon.companions(frame["companion"])
+    score = frame[column].to_numpy(dtype=float)
+    out = {}
+    slicings = zip(flags.FLAGS, flags.slicings(data.flags), strict=True)
+    for flag, (_, _, label_of, _) in slicings:
+        if flag in flags.CONTRASTS:
+            group = _group_codes(frame["scenario"], label_of, list(flags.CONTRASTS[flag]))
+            seed = stats.derived_seed(data.seed, f"shared/{flag}")
+            args = (len(canon.code), source, data.n_boot, data.level, seed)
+            out[flag] = shared_shift.shift(scenario, companion, score, group, *args)
+    return out
 
 
 def _win_matrix(votes: pd.DataFrame, index: pd.Index) -> dict:
@@ -376,10 +453,14 @@ def _notes(data: ReleaseData) -> list[str]:
         "Elo scale: 1000 + 400·log10(e)·θ with Bradley–Terry log-strengths θ of mean 0; a "
         "difference of 100 means P(win) ≈ 0.64.",
         "Human votes count as win (1), tie (½) or loss (0); the 5-point strength is not "
-        "used. Per dimension and subtask the same fit on that part's votes; parts with "
-        f"fewer than {MIN_GROUP_VOTES} votes, or fewer than {MIN_VOTES_PER_COMPANION} per "
-        "companion, are skipped (a few votes per model give unstable fits).",
-        *([flags.slice_note()] if data.flags is not None else []),
+        "used. Every human interval, rank, significance mark and flag difference comes from "
+        "a bootstrap that resamples scenarios (every vote of a drawn scenario with it), the "
+        "unit the judge's bootstrap resamples too: votes on one scenario share its responses, "
+        "so they are not independent draws. Per dimension and subtask the same fit on that "
+        f"part's votes; parts with fewer than {MIN_GROUP_VOTES} votes, fewer than "
+        f"{MIN_VOTES_PER_COMPANION} per companion or fewer than {MIN_GROUP_SCENARIOS} "
+        "scenarios are skipped (a few votes per model give unstable fits).",
+        *([flags.slice_note(), shared_shift.note()] if data.flags is not None else []),
         *data.notes,
     ]
 
@@ -399,8 +480,9 @@ def _compute_results(data: ReleaseData) -> dict:
     index = pd.Index(ids)
     groups = _groups(data)
     draws = {}  # bootstrap draws of every group fit, by fit name (for the flag differences)
-    human = _human_section(data, index, groups, draws)
-    judge = _judge_section(data, index, groups, draws)
+    canon = _Canonical(data, index)
+    human = _human_section(data, canon, groups, draws)
+    judge = _judge_section(data, canon, groups, draws)
     composite = _composite_block(data, ids, groups)
     results = {
         "schema": RESULTS_SCHEMA,
@@ -432,7 +514,8 @@ def _compute_results(data: ReleaseData) -> dict:
         results["judgments_on_other_text"] = data.on_other_text
     if data.flags is not None:  # releases frozen without flags (inputs /1): absent
         results["flags"] = flags.present_groups(data.flags)
-        results["flag_differences"] = flags.differences(human, judge, draws, data.level)
+        shared = _shared_shifts(data, canon)
+        results["flag_differences"] = flags.differences(human, judge, draws, data.level, shared)
     if data.style is not None:  # releases frozen without style control: absent
         results["style_control"] = style.section(data, index, _outcome_a(data.votes["preference"]))
     return stats.json_safe(results)

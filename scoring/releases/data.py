@@ -48,6 +48,8 @@ class ReleaseData:
     flags: dict[str, dict[int, object]] | None = None  # flag → {scenario: value} (None: /1)
     style: StyleData | None = None  # frozen presentation features (None: no style control)
     metrics_profile: str = "platform"  # of the stored metrics the composite comes from
+    scenario_key: dict[int, str] | None = None  # scenario → text sha256 (the fits' order)
+    judge_scores: pd.DataFrame | None = None  # scenario, companion, score: judge logit/response
 
 
 def representatives(inputs: dict) -> pd.DataFrame:
@@ -129,13 +131,15 @@ def _score_pairs(document, features, response_a, response_b, progress=None) -> n
     return out
 
 
-def judge_frames(release: Release, progress=None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The calibrated judge's P(A over B), (population, labelled): for every pair of the
+def judge_frames(release: Release, progress=None) -> tuple[pd.DataFrame, pd.DataFrame, object]:
+    """The calibrated judge's P(A over B), (population, labelled, scores): for every pair of the
     release's companions on every release scenario (columns scenario, companion_a,
     companion_b (A = the lower companion id), p_a: NaN where the judge has no features for a
     response), and on the responses of each frozen comparison
-    (comparison, p_a). The features of the frozen responses are read once, unless the judge
-    is pairwise (its features belong to pairs)."""
+    (comparison, p_a); and each representative response's own score on the judge's logit
+    scale (scenario, companion, score; None for a pairwise judge, which scores pairs only).
+    The features of the frozen responses are read once, unless the judge is pairwise (its
+    features belong to pairs)."""
     from scoring.calibration.document import DocumentError
     from scoring.calibration.prediction import response_features
 
@@ -154,7 +158,13 @@ def judge_frames(release: Release, progress=None) -> tuple[pd.DataFrame, pd.Data
         raise ReleaseError(str(error)) from error
     columns = {c: pairs[c].to_numpy() for c in ("scenario", "companion_a", "companion_b")}
     population = pd.DataFrame({**columns, "p_a": p_all}, copy=False)
-    return population, pd.DataFrame({"comparison": comparisons["id"], "p_a": p})
+    scores = None
+    if features is not None:
+        reps = representatives(release.inputs)
+        scores = reps[["scenario", "companion"]].assign(
+            score=features.absolute(document, reps["response"]) if len(reps) else []
+        )
+    return population, pd.DataFrame({"comparison": comparisons["id"], "p_a": p}), scores
 
 
 def votes_frame(inputs: dict) -> pd.DataFrame:
@@ -307,6 +317,9 @@ def load_data(release: Release, progress=None) -> ReleaseData:
         flags=scenario_flags(inputs),
         style=style_data(inputs),
         metrics_profile=profile,
+        scenario_key=dict(
+            zip(inputs["scenarios"]["id"], inputs["scenarios"]["content_sha256"], strict=True)
+        ),
     )
     note = exclusion_note(data.exclusions)
     if note:
@@ -318,6 +331,6 @@ def load_data(release: Release, progress=None) -> ReleaseData:
         data.judge = {
             key: inputs["judge"][key] for key in ("id", "name", "version", "document_sha256")
         }
-        data.population, data.labelled = judge_frames(release, progress)
+        data.population, data.labelled, data.judge_scores = judge_frames(release, progress)
         data.reliability = reliability_of(release.judge.document)
     return data

@@ -7,12 +7,15 @@ beside the dimensions and subtasks, with the same minimums and skip notes); this
 says how scenarios group by flag and turns two groups' bootstrap draws into a difference.
 
 Why a difference of two fits and its interval from their draws: the groups are disjoint sets
-of scenarios, so their bootstraps (human votes reweighted within a group, the judge's scenarios
-resampled within a group, as the overall leaderboard does) are independent, and pairing draw k
+of scenarios, so their bootstraps (scenarios resampled within a group, with all their human
+votes or judge pairs, as the overall leaderboard does) are independent, and pairing draw k
 of one with draw k of the other is a draw of the stratified bootstrap of the difference.
-Bradley–Terry strengths are relative (mean 0 within each fit), so the difference says how a
-companion's standing against the others changes; a drop every companion shares does not show:
-two responses to one scenario cannot measure it.
+Bradley–Terry strengths are relative (mean 0 within each fit), so the raw difference says how a
+companion's standing against the mean of the others changes, and a drop of a few companions
+moves every other one's the other way (two of eight losing 0.8 logits give the rest −35 Elo).
+So each companion's gap is reported from the field's, a robust (biweight) mean of the companions'
+gaps in which a minority that struggles far more weighs little or nothing, and the field's own shift, which no pairwise comparison can see, is
+measured once per flag from absolute scores (scoring.releases.shared_shift).
 """
 
 from __future__ import annotations
@@ -90,9 +93,63 @@ def _skip_reason(group: str, block: dict | None) -> str:
     return ""
 
 
+# Tukey's biweight: a gap more than 4 median absolute deviations (about 2.7 SDs) from the
+# centre weighs nothing. Measured on the simulated releases of tests/scoring/test_release_field
+# (200 seeds × 200 draws): c = 4 marks the other companions in 5–6.5% of seeds, c = 6
+# (astropy's default) in 6–11% (the two that struggle keep a third of their weight), the median
+# alone in 8.5–11%.
+BIWEIGHT_C = 4.0
+BIWEIGHT_ROUNDS = 10
+
+
+def biweight(values):
+    """Tukey's biweight location of each row of `values` (rows × companions) and the weights
+    of the last round: from the median, each round weighs a value by (1 − u²)², u its distance
+    from the current centre in units of BIWEIGHT_C median absolute deviations (0 beyond), and
+    takes the weighted mean (astropy's biweight_location, iterated). Equal values (no spread)
+    keep their mean. Each row is summed in sorted order, so the companions' order (their ids)
+    cannot change a bit of it."""
+    import numpy as np
+
+    order = np.argsort(values, axis=1, kind="stable")
+    values = np.take_along_axis(values, order, axis=1)
+    center = np.median(values, axis=1)
+    weights = np.ones_like(values)
+    for _ in range(BIWEIGHT_ROUNDS):
+        deviation = values - center[:, None]
+        spread = BIWEIGHT_C * np.median(np.abs(deviation), axis=1)
+        u = np.divide(
+            deviation, spread[:, None], out=np.zeros_like(values), where=spread[:, None] > 0
+        )
+        weights = np.where(np.abs(u) < 1, (1 - u**2) ** 2, 0.0)
+        center = (weights * values).sum(axis=1) / weights.sum(axis=1)
+    unsorted = np.empty_like(weights)
+    np.put_along_axis(unsorted, order, weights, axis=1)
+    return center, unsorted
+
+
+def field_gap(relative, paired, both):
+    """The field's gap, its n_boot draws and each companion's weight in it: the biweight
+    location of the companions' gaps (a robust mean: a minority that struggles far more than
+    the rest weighs little or nothing, while a mean would follow it and the median of a few
+    companions leans toward it), for the point estimate and for each draw."""
+    import numpy as np
+
+    present = np.flatnonzero(both)
+    field, weights = biweight(relative[present][None, :])
+    draws, _ = biweight(paired[:, present])
+    full = np.full(len(relative), np.nan)
+    full[present] = weights[0]
+    return float(field[0]), draws, full
+
+
 def difference(section: dict, draws: dict, prefix: str, flag: str, level: float) -> dict:
-    """Per companion Elo(from-group) − Elo(on-group) with its percentile interval from the
-    paired draws, +1/−1 where the interval lies above/below 0 (None: not in both fits)."""
+    """Per companion its gap Elo(from-group) − Elo(on-group) measured from the field's (field_gap:
+    minus the field's robust mean gap, draw by draw), so that its percentile interval and
+    its +1/−1 (the interval above/below 0) say how much more (less) this companion loses than
+    the field (None: not in both fits). `field` is the field's own gap (relative to the mean
+    of all companions, as Bradley–Terry gives it), `field_weight` each companion's weight in
+    it, `relative` the gaps before the field's is taken off."""
     import numpy as np
 
     scope = FLAGS[flag][0]
@@ -102,25 +159,35 @@ def difference(section: dict, draws: dict, prefix: str, flag: str, level: float)
     reasons = [r for r in reasons if r]
     if reasons:
         return {"skipped": "; ".join(reasons)}
-    point = np.array(blocks[0]["elo"], dtype=float) - np.array(blocks[1]["elo"], dtype=float)
+    relative = np.array(blocks[0]["elo"], dtype=float) - np.array(blocks[1]["elo"], dtype=float)
     paired = draws[f"{prefix}/{flag}/{first}"] - draws[f"{prefix}/{flag}/{second}"]
+    both = np.isfinite(relative)
+    field, field_draws, weight = field_gap(relative, paired, both)
     tail = (1 - level) / 2
-    out = {"difference": [], "low": [], "high": [], "significant": []}
-    for k, value in enumerate(point):
-        if not np.isfinite(value):
-            for key in out:
+    low, high = np.quantile(field_draws, [tail, 1 - tail])
+    out = {"difference": [], "low": [], "high": [], "significant": [], "relative": []}
+    out["field_weight"] = []  # the companion's weight in the field's gap (0: left out)
+    out["field"] = {"difference": field, "low": float(low), "high": float(high)}
+    for k, value in enumerate(relative):
+        if not both[k]:
+            for key in ("difference", "low", "high", "significant", "relative", "field_weight"):
                 out[key].append(None)
             continue
-        low, high = np.quantile(paired[:, k], [tail, 1 - tail])
-        out["difference"].append(float(value))
+        out["field_weight"].append(float(weight[k]))
+        low, high = np.quantile(paired[:, k] - field_draws, [tail, 1 - tail])
+        out["difference"].append(float(value - field))
         out["low"].append(float(low))
         out["high"].append(float(high))
         out["significant"].append(1 if low > ROUNDING else -1 if high < -ROUNDING else 0)
+        out["relative"].append(float(value))
     return out
 
 
-def differences(human: dict, judge: dict | None, draws: dict, level: float) -> dict:
-    """{flag: {from, on, human, judge}} for the implicit and the evolving need."""
+def differences(
+    human: dict, judge: dict | None, draws: dict, level: float, shared: dict | None = None
+) -> dict:
+    """{flag: {from, on, human, judge, shared}} for the implicit and the evolving need;
+    `shared[flag]` the field's shift in absolute scores (scoring.releases.shared_shift)."""
     out = {}
     for flag, (first, second) in CONTRASTS.items():
         out[flag] = {
@@ -128,6 +195,7 @@ def differences(human: dict, judge: dict | None, draws: dict, level: float) -> d
             "on": second,
             "human": difference(human, draws, "human", flag, level),
             "judge": difference(judge, draws, "judge", flag, level) if judge else None,
+            "shared": (shared or {}).get(flag),
         }
     out["note"] = difference_note(level)
     return out
@@ -137,11 +205,15 @@ def difference_note(level: float) -> str:
     return (
         "Where companions struggle: a companion's Elo on scenarios with an explicit (stable) "
         "need minus its Elo on those with an implicit (evolving) need, each fitted on that "
-        f"group alone; {level:.0%} percentile interval from pairing the two groups' "
-        "independent bootstrap draws (human votes reweighted, the judge's scenarios "
-        "resampled, within each group). Positive: the companion loses ground against the "
-        "others when the need is implicit (evolving). Elo is relative to the field, so a drop "
-        "shared by every companion does not show."
+        "group alone, measured from the field: minus the field's gap (Tukey's biweight mean "
+        "of the companions' gaps, a robust mean in which a few companions that struggle far "
+        "more than the rest weigh little or nothing), so a positive number is a weakness of "
+        "this companion beyond what the field shares and 0 is the field's own. "
+        f"{level:.0%} percentile interval from pairing the two groups' independent bootstrap "
+        "draws (scenarios resampled within each group, all their votes or judge pairs with "
+        "them), the field's gap taken off draw by draw. Elo is relative, so the field's "
+        "own drop cannot show in Elo: it is given once per flag as the shared shift, from "
+        "absolute scores of every response (the calibrated judge's, else the composite)."
     )
 
 

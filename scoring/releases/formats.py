@@ -193,15 +193,39 @@ def difference_rows(release: Release, data: dict) -> list[dict]:
                 elif block.get("skipped"):
                     row["note"] = block["skipped"]
                 else:
-                    for key in ("difference", "low", "high", "significant"):
+                    row.update(baseline="field", unit="Elo")
+                    for key in ("difference", "low", "high", "significant", "relative"):
                         row[key] = block[key][k]
+                    row["field_weight"] = block["field_weight"][k]
                 rows.append(row)
+        rows.append(_shared_row(release, data, flag, entry))
     return rows
+
+
+def _shared_row(release: Release, data: dict, flag: str, entry: dict) -> dict:
+    """The field's shared shift on a flag (scoring.releases.shared_shift), once per flag."""
+    shared = entry.get("shared") or {"skipped": "not computed for this release"}
+    row = {
+        "release": release.name,
+        "fingerprint": release.fingerprint,
+        "flag": flag,
+        "from_group": entry["from"],
+        "on_group": entry["on"],
+        "source": f"shared ({shared['source']})" if shared.get("source") else "shared",
+        "baseline": "absolute",
+        "unit": shared.get("unit"),
+        "level": data["level"],
+        "note": shared.get("skipped") or f"the field's shared shift, from {shared['scores']}",
+    }
+    if not shared.get("skipped"):
+        row.update({key: shared[key] for key in ("difference", "low", "high")})
+    return row
 
 
 DIFFERENCE_COLUMNS = [
     "release", "fingerprint", "flag", "from_group", "on_group", "source", "companion_id",
-    "companion", "difference", "low", "high", "significant", "level", "note",
+    "companion", "baseline", "difference", "low", "high", "significant", "unit", "relative",
+    "field_weight", "level", "note",
 ]  # fmt: skip
 
 
@@ -375,6 +399,23 @@ def _difference_cell(block, k: int) -> str:
     return _ci(block["difference"][k], block["low"][k], block["high"][k], 0) + mark
 
 
+def _markdown_shared(differences: dict, flags: list[str], level: str) -> list[str]:
+    """The field's shared shift per flag, once (absolute scores: Elo cannot show it)."""
+    lines = []
+    for f in flags:
+        shared = differences[f].get("shared") or {"skipped": "not computed for this release"}
+        what = f"Field's shared shift, {differences[f]['from']} − {differences[f]['on']}"
+        if shared.get("skipped"):
+            lines.append(f"- {what}: skipped, {_md(shared['skipped'])}.")
+            continue
+        digits = 0 if shared["unit"] == "Elo" else 3
+        value = _ci(shared["difference"], shared["low"], shared["high"], digits)
+        lines.append(
+            f"- {what} ({level} CI): {value} {shared['unit']}, from {_md(shared['scores'])}."
+        )
+    return lines
+
+
 def _markdown_struggles(data: dict) -> list[str]:
     """Where companions struggle: Elo differences explicit − implicit, stable − evolving."""
     differences = data.get("flag_differences")
@@ -383,7 +424,8 @@ def _markdown_struggles(data: dict) -> list[str]:
     level = f"{data['level']:.0%}"
     flags = [f for f in ("implicit_need", "evolving_need") if f in differences]
     headings = [
-        f"{source} Elo, {differences[f]['from']} − {differences[f]['on']} ({level} CI)"
+        f"{source} Elo, {differences[f]['from']} − {differences[f]['on']}, from the field "
+        f"({level} CI)"
         for f in flags
         for source in ("Human", "Judge")
     ]
@@ -403,7 +445,13 @@ def _markdown_struggles(data: dict) -> list[str]:
         for source in ("human", "judge")
         if (differences[f][source] or {}).get("skipped")
     ]
-    lines += ["", "▲ / ▼: the interval lies above / below 0 (the companion loses / gains ground)."]
+    lines += [
+        "",
+        "Each number is relative to the field (the typical companion's gap): ▲ / ▼: the "
+        "interval lies above / below 0 (the companion loses / gains more than the field).",
+        "",
+        *_markdown_shared(differences, flags, level),
+    ]
     if skipped:
         lines += ["", "Skipped: " + "; ".join(_md(s) for s in skipped) + "."]
     return lines

@@ -249,4 +249,25 @@ def _struggles(data: dict, names: list[str], order: list[int]) -> dict | None:
         }
         for k in order
     ]
-    return {"columns": columns, "rows": rows, "note": differences["note"]}
+    for c in columns:  # the field each column is read from: its own gap, relative to the mean
+        field = (differences[c["flag"]][c["source"]] or {}).get("field")
+        c["field"] = f"{field['difference']:+.0f}" if field else ""
+    shared = [_shared(differences[f], f) for f in flags]
+    return {"columns": columns, "rows": rows, "note": differences["note"], "shared": shared}
+
+
+def _shared(entry: dict, flag: str) -> dict:
+    """The field's shared shift on a flag, for the page (scoring.releases.shared_shift)."""
+    title = f"{FLAG_LABELS[entry['from']]} − {FLAG_LABELS[entry['on']]}"
+    shared = entry.get("shared") or {"skipped": "not computed for this release"}
+    if shared.get("skipped"):
+        return {"flag": flag, "title": title, "skipped": shared["skipped"]}
+    digits = 0 if shared["unit"] == "Elo" else 3
+    return {
+        "flag": flag,
+        "title": title,
+        "text": f"{shared['difference']:+.{digits}f}",
+        "ci": f"[{shared['low']:+.{digits}f}, {shared['high']:+.{digits}f}]",
+        "unit": shared["unit"],
+        "scores": shared["scores"],
+    }

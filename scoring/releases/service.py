@@ -248,11 +248,17 @@ def check(release: Release, progress=None, record: bool = True) -> CheckOutcome:
                 )
             else:
                 where = first_difference(stored.data, json.loads(text)) or "(encoding)"
-                outcome = CheckOutcome(
-                    False,
+                message = (
                     f"the recomputed numbers differ from the stored ones (first at {where}); "
-                    f"stored with {stored.code_version}, recomputed with {code_version()}",
+                    f"stored with {stored.code_version}, recomputed with {code_version()}"
                 )
+                if stored.data.get("schema") != recomputed.get("schema"):
+                    message += (
+                        f"; the stored numbers have results schema {stored.data.get('schema')}, "
+                        f"this code computes {recomputed.get('schema')} (see the README's "
+                        "release numbers: the methods differ), so they cannot agree"
+                    )
+                outcome = CheckOutcome(False, message)
     if record:
         now = timezone.now()
         Release.objects.filter(pk=release.pk).update(

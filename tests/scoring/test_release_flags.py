@@ -6,6 +6,7 @@ for a large drop; without a drop it covers 0; renumbered ids and swapped sides c
 a flag group with too few votes is skipped with its reason."""
 
 import csv
+import hashlib
 import io
 import json
 
@@ -31,11 +32,12 @@ WEAK = 1  # position of the companion that struggles (id 11)
 
 
 def true_difference(drop: float) -> np.ndarray:
-    """Elo(explicit) − Elo(implicit) per companion when companion WEAK loses `drop` in log-
-    strength on implicit needs: strengths are centred within each fit, so the others gain drop/n."""
+    """Elo(explicit) − Elo(implicit) per companion, from the field's (the median companion's),
+    when companion WEAK loses `drop` in log-strength on implicit needs: the drop itself for
+    WEAK, 0 for the others (relative to the mean they would gain drop/n)."""
     shift = np.zeros(len(IDS))
     shift[WEAK] = drop
-    return ELO_SCALE * (shift - shift.mean())
+    return ELO_SCALE * (shift - np.median(shift))
 
 
 def simulate(seed=0, drop=1.0, n_scenarios=400, n_boot=200, with_judge=False, risk_high=4):
@@ -100,6 +102,7 @@ def simulate(seed=0, drop=1.0, n_scenarios=400, n_boot=200, with_judge=False, ri
             "evolving_need": dict(zip(scenarios.tolist(), evolving.tolist(), strict=True)),
             "risk_level": dict(zip(scenarios.tolist(), risk.tolist(), strict=True)),
         },
+        scenario_key={int(s): hashlib.sha256(f"text {s}".encode()).hexdigest() for s in scenarios},
     )
     return data
 
@@ -146,8 +149,13 @@ def test_the_judge_sees_the_drop_too_and_the_slices_are_the_leaderboard_fits():
     }
     implicit = results["human"]["by_implicit_need"]["implicit"]
     explicit = results["human"]["by_implicit_need"]["explicit"]
-    difference = results["flag_differences"]["implicit_need"]["human"]["difference"]
-    assert difference == pytest.approx(np.subtract(explicit["elo"], implicit["elo"]).tolist())
+    human = results["flag_differences"]["implicit_need"]["human"]
+    relative = np.subtract(explicit["elo"], implicit["elo"])
+    assert human["relative"] == pytest.approx(relative.tolist())
+    field = human["field"]["difference"]
+    assert field == pytest.approx(flags.biweight(relative[None, :])[0][0])
+    assert human["difference"] == pytest.approx((relative - field).tolist())
+    assert human["field"]["low"] <= field <= human["field"]["high"]
     assert implicit["votes"] + explicit["votes"] == len(data.votes)
     assert "resamples of the" in results["judge"]["by_implicit_need"]["implicit"]["method"]
     assert set(results["composite"]["by_risk_level"]) == {"none", "high"}
@@ -204,6 +212,7 @@ def _renumbered(data, companion_map=None, scenario_map=None):
         population=population,
         labelled=data.labelled,
         flags={f: {smap[s]: v for s, v in values.items()} for f, values in data.flags.items()},
+        scenario_key={smap[s]: key for s, key in data.scenario_key.items()},
     )
 
 
@@ -214,7 +223,7 @@ def test_renumbered_ids_and_swapped_sides_give_the_same_differences():
     shuffled = rng.permutation(len(data.subtask)) + 5_000
     scenario_map = dict(zip(data.subtask, shuffled.tolist(), strict=True))
     renumbered = computing.compute_results(_renumbered(data, scenario_map=scenario_map))
-    assert renumbered["flag_differences"] == base  # votes are resampled, not scenarios
+    assert renumbered["flag_differences"] == base  # scenarios are drawn in content order
     swapped = simulate(seed=11, n_boot=100)
     swapped.votes = swapped.votes.assign(
         companion_a=data.votes["companion_b"],
@@ -233,20 +242,55 @@ def _by_name(results, source="human"):
     }
 
 
-def test_reversed_companion_ids_give_the_same_differences_up_to_bootstrap_noise():
-    """Reversing the companions' id order reorders the vote cells, so the bootstrap draws
-    differ: the differences are equal, the interval ends agree within Monte Carlo noise."""
-    data = simulate(seed=13, with_judge=True, n_boot=400)
+def _fits_by_name(results, source):
+    """Every fit of a side (overall and each group) and its flag differences, companions (and
+    the rows and columns of each matrix) keyed by name instead of by position."""
+    names = [c["name"] for c in results["companions"]]
+    order = sorted(range(len(names)), key=names.__getitem__)
+    section = results[source]
+    blocks = {"overall": section["overall"]}
+    for scope, groups in section.items():
+        if scope.startswith("by_"):
+            blocks.update({f"{scope}/{g}": block for g, block in groups.items()})
+    for flag, entry in results["flag_differences"].items():
+        if flag != "note":
+            blocks[f"difference/{flag}"] = entry[source]
+    out = {}
+    for key, block in blocks.items():
+        fit = {}
+        for field, values in block.items():
+            if isinstance(values, list) and len(values) == len(names):
+                if values and isinstance(values[0], list):
+                    values = [[values[i][j] for j in order] for i in order]
+                else:
+                    values = [values[k] for k in order]
+            fit[field] = values
+        out[key] = fit
+    return out
+
+
+def test_renumbered_companions_and_scenarios_give_identical_intervals():
+    """Fits run in content order (companions by name, scenarios by text hash): reversing the
+    companions' ids and shuffling the scenarios' ids changes no number, bit for bit, for the
+    humans and the judge, overall, per group and in the flag differences."""
+    data = simulate(seed=13, with_judge=True, n_boot=100)
+    data.population = data.population.assign(p_a=np.round(data.population["p_a"] * 1024) / 1024)
     base = computing.compute_results(data)
     reverse = {c: 1_000 - c for c, _ in data.companions}
-    moved = computing.compute_results(_renumbered(data, companion_map=reverse))
+    shuffled = np.random.default_rng(1).permutation(len(data.subtask)) + 9_000
+    scenario_map = dict(zip(data.subtask, shuffled.tolist(), strict=True))
+    moved = computing.compute_results(
+        _renumbered(data, companion_map=reverse, scenario_map=scenario_map)
+    )
+    assert [c["name"] for c in moved["companions"]] != [c["name"] for c in base["companions"]]
     for source in ("human", "judge"):
-        before, after = _by_name(base, source), _by_name(moved, source)
-        for name, (value, low, high) in before.items():
-            assert after[name][0] == pytest.approx(value, abs=1e-6)
-            width = high - low
-            assert after[name][1] == pytest.approx(low, abs=0.15 * width), (source, name)
-            assert after[name][2] == pytest.approx(high, abs=0.15 * width), (source, name)
+        before, after = _fits_by_name(base, source), _fits_by_name(moved, source)
+        assert len(before) >= 10 and "elo" in before["by_implicit_need/implicit"]
+        assert after == before, source
+    for flag in ("implicit_need", "evolving_need"):  # the field's shift, on the composite here
+        shared = base["flag_differences"][flag]["shared"]
+        assert shared["source"] == "composite" and "difference" in shared
+        assert moved["flag_differences"][flag]["shared"] == shared
 
 
 def test_the_judge_differences_do_not_depend_on_sides_or_shifted_ids():
@@ -367,7 +411,13 @@ def test_the_page_and_the_files_show_the_flag_slices_and_differences(
     assert download.status_code == 200
     assert download["Content-Disposition"].endswith('.differences.csv"')
     differences = list(csv.DictReader(io.StringIO(download.content.decode())))
-    assert len(differences) == 2 * 2 * 3  # 2 flags × humans and judge × 3 companions
+    assert len(differences) == 2 * 2 * 3 + 2  # 2 flags × humans and judge × 3 companions
+    shared = [r for r in differences if r["source"].startswith("shared")]  # once per flag
+    assert [r["flag"] for r in shared] == ["implicit_need", "evolving_need"]
+    assert shared[0]["baseline"] == "absolute" and not shared[0]["companion"]
+    assert {r["baseline"] for r in differences} == {"field", "absolute"}
+    for needle in ('id="shared-shift"', 'id="struggles-baseline"', "from the field"):
+        assert needle in text, needle
     data = flagged_release.result.data["flag_differences"]
     first = next(r for r in differences if r["flag"] == "implicit_need" and r["source"] == "human")
     assert float(first["difference"]) == pytest.approx(
@@ -377,5 +427,25 @@ def test_the_page_and_the_files_show_the_flag_slices_and_differences(
     for heading in ("## Per implicit need", "## Per evolving need", "## Per risk level"):
         assert heading in markdown
     assert "## Where companions struggle" in markdown
-    assert "Human Elo, explicit − implicit (95% CI)" in markdown
+    assert "Field's shared shift, explicit − implicit" in markdown
+    assert "Each number is relative to the field" in markdown
+    assert "Human Elo, explicit − implicit, from the field (95% CI)" in markdown
+    assert data["implicit_need"]["shared"]["source"] == "judge"  # it scores responses one by one
     assert "flag_differences" in formats.to_json(flagged_release)
+
+
+@pytest.mark.django_db
+def test_numbers_stored_by_the_vote_level_method_fail_the_check_saying_why(flagged_release):
+    """Results of schema /1 (human intervals from reweighting vote counts, fits in id order)
+    cannot be reproduced by this code: the check says so instead of only 'differ'."""
+    from scoring.models import ReleaseResult
+
+    stored = ReleaseResult.objects.get(release=flagged_release)
+    assert stored.data["schema"] == computing.RESULTS_SCHEMA == "h2htalk.release-results/2"
+    ReleaseResult.objects.filter(pk=stored.pk).update(
+        data={**stored.data, "schema": "h2htalk.release-results/1"}
+    )
+    outcome = releases.check(flagged_release)
+    assert not outcome.ok
+    assert "results schema h2htalk.release-results/1" in outcome.message
+    assert "this code computes h2htalk.release-results/2" in outcome.message

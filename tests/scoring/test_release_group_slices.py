@@ -1,7 +1,8 @@
 """A release's per-group fits (dimensions, subtasks, scenario flags) are cut from arrays built
 once (computing._JudgeCells, the votes' columns) instead of re-selecting each group's rows; the
 numbers must be those of the straightforward computation: each group's rows picked from the
-frames and fitted on their own (stats.scenario_strengths, stats.vote_strengths), bit for bit.
+frames and fitted on their own (stats.scenario_strengths, stats.vote_scenario_strengths, the
+scenarios keyed by their text hash as the release orders them), bit for bit.
 The seeded fixture has judge pairs without a prediction and a companion absent from one
 subtask, so groups renumber their companions."""
 
@@ -79,7 +80,7 @@ def _judge_by_hand(data, scenarios, name):
     ids = _companions(usable)
     a, b = _local(usable, ids)
     strengths = lb.scenario_strengths(
-        usable["scenario"],
+        usable["scenario"].map(data.scenario_key),
         a,
         b,
         usable["p_a"],
@@ -100,7 +101,8 @@ def _human_by_hand(data, scenarios, name):
     votes = data.votes[data.votes["scenario"].isin(scenarios)]
     ids = _companions(votes)
     a, b = _local(votes, ids)
-    strengths = lb.vote_strengths(
+    strengths = lb.vote_scenario_strengths(
+        votes["scenario"].map(data.scenario_key),
         a,
         b,
         _outcome_a(votes["preference"]),
@@ -110,6 +112,7 @@ def _human_by_hand(data, scenarios, name):
         seed=lb.derived_seed(data.seed, name),
     )
     counts = {"votes": len(votes), "comparisons": votes["comparison"].nunique()}
+    counts["scenarios"] = votes["scenario"].nunique()
     return counts, _expanded(strengths, ids)
 
 
