@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('scoring', '0004_endpoint_and_run_bases'),
+        ('scoring', '0005_release_style_control'),
     ]
 
     operations = [
