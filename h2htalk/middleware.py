@@ -16,13 +16,16 @@ import logging
 from django.core.exceptions import PermissionDenied
 from django.db import InterfaceError, OperationalError
 from django.http import HttpResponse, JsonResponse
+from django.utils.translation import gettext_lazy
 
 from . import errors
 
 logger = logging.getLogger(__name__)
 
 RETRY_AFTER_SECONDS = 5
-MESSAGE = "The database is not reachable right now; nothing was changed. Try again shortly."
+MESSAGE = gettext_lazy(
+    "The database is not reachable right now; nothing was changed. Try again shortly."
+)
 
 
 class DatabaseUnavailableMiddleware:
@@ -39,13 +42,15 @@ class DatabaseUnavailableMiddleware:
             "database unavailable for %s %s: %s", request.method, request.path, exception
         )
         if request.path.startswith("/api/"):
-            response = JsonResponse({"detail": MESSAGE}, status=503)
+            response = JsonResponse({"detail": str(MESSAGE)}, status=503)
         elif request.headers.get("HX-Request") == "true":
-            response = HttpResponse(MESSAGE, status=503, content_type="text/plain; charset=utf-8")
+            response = HttpResponse(
+                str(MESSAGE), status=503, content_type="text/plain; charset=utf-8"
+            )
         else:
             retry = request.get_full_path() if request.method == "GET" else None
             response = errors.page(
-                request, 503, reason=MESSAGE, with_request=False, retry_url=retry
+                request, 503, reason=str(MESSAGE), with_request=False, retry_url=retry
             )
         response["Retry-After"] = str(RETRY_AFTER_SECONDS)
         return response
