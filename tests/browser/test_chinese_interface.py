@@ -128,6 +128,17 @@ def test_every_annotator_page_in_chinese(zh_page, rater, campaign, expected_erro
     chinese(page, allow, "skip dialog")
     page.keyboard.press("Escape")
 
+    # The campaign paused meanwhile: the answer is refused (409) and the panel says why.
+    action = page.locator("#rating-form").get_attribute("action")
+    expected_errors.add((409, action))
+    Campaign.objects.filter(pk=campaign.pk).update(state=Campaign.State.PAUSED)
+    page.keyboard.press("2")
+    page.keyboard.press("Enter")
+    expect(page.locator("[data-closed]")).to_contain_text("已暂停")
+    chinese(page, allow, "campaign not open")
+    Campaign.objects.filter(pk=campaign.pk).update(state=Campaign.State.OPEN)
+    page.reload()
+
     # Rate every item: the notice after each, then "all done".
     for left in (2, 1, 0):
         page.keyboard.press("2")
