@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 RUNTIME := $(VENV)/.runtime-stamp
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test install lint format bench clean
+.PHONY: demo test install lint format bench clean messages
 
 # What the platform itself needs (all `make demo` installs) …
 $(RUNTIME): pyproject.toml
@@ -44,6 +44,15 @@ format: $(STAMP)
 
 bench: $(STAMP)
 	SECRET_KEY=$${SECRET_KEY:-bench-only-secret-key} $(BIN)/python -m bench
+
+## The message catalogues (locale/): collect the strings of the code, templates and scripts into
+## the .po files (translations kept), then compile the .mo files, which are committed (so that
+## `make demo` needs no GNU gettext). Needs GNU gettext (xgettext, msgfmt).
+MESSAGE_IGNORES := --ignore=.venv --ignore=staticfiles --ignore=media --ignore=tests --ignore=bench
+messages: $(RUNTIME)
+	SECRET_KEY=$${SECRET_KEY:-messages-only} $(BIN)/python manage.py makemessages -l zh_Hans --no-obsolete $(MESSAGE_IGNORES) --ignore=static
+	SECRET_KEY=$${SECRET_KEY:-messages-only} $(BIN)/python manage.py makemessages -d djangojs -l zh_Hans --no-obsolete $(MESSAGE_IGNORES) --ignore=static/vendor
+	SECRET_KEY=$${SECRET_KEY:-messages-only} $(BIN)/python manage.py compilemessages $(MESSAGE_IGNORES)
 
 clean:
 	rm -rf $(VENV) db.sqlite3 media staticfiles

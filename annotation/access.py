@@ -3,6 +3,7 @@ annotators see the open campaigns they were added to."""
 
 from django.db.models import Q, QuerySet
 from django.http import Http404
+from django.utils.translation import gettext as _
 
 from h2htalk.roles import ADMIN, user_roles
 
@@ -18,7 +19,7 @@ def managed_campaigns(user) -> QuerySet:
 def managed_campaign_or_404(user, pk) -> Campaign:
     campaign = managed_campaigns(user).filter(pk=pk).first()
     if campaign is None:
-        raise Http404("No such campaign.")
+        raise Http404(_("No such campaign."))
     return campaign
 
 
@@ -33,5 +34,5 @@ def rating_campaign_or_404(user, pk) -> Campaign:
 
     campaign = rating_campaign(user, pk)
     if campaign is None:
-        raise Http404("No such campaign.")
+        raise Http404(_("No such campaign."))
     return campaign

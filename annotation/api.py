@@ -16,6 +16,7 @@ from collections.abc import Mapping
 
 from django.db import transaction
 from django.utils.decorators import method_decorator
+from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -202,7 +203,7 @@ class StrictSerializer(serializers.Serializer):
         if isinstance(data, Mapping):
             unknown = sorted(set(data) - set(self.fields) - self.ignored)
             if unknown:
-                raise serializers.ValidationError({key: ["Unknown field."] for key in unknown})
+                raise serializers.ValidationError({key: [_("Unknown field.")] for key in unknown})
         return super().to_internal_value(data)
 
 
@@ -279,7 +280,7 @@ def _error(message: str, code: int) -> Response:
 
 def _queue_error(error: queue.QueueError) -> Response:
     if isinstance(error, queue.NotYours):
-        return _error("No such item.", status.HTTP_404_NOT_FOUND)
+        return _error(_("No such item."), status.HTTP_404_NOT_FOUND)
     return _error(str(error), status.HTTP_409_CONFLICT)
 
 

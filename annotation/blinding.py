@@ -13,6 +13,9 @@ import json
 import re
 
 from django.db.models import Aggregate, OuterRef, Subquery, TextField
+from django.utils import translation
+
+from h2htalk.display import subtask_label
 
 from .models import Assignment, Campaign
 
@@ -180,7 +183,7 @@ def item_payload(assignment: Assignment, names: list[str]) -> dict:
     return {
         "key": assignment.key,
         "campaign": comparison.campaign_id,
-        "subtask_label": comparison.scenario.get_subtask_display(),
+        "subtask_label": subtask_label(comparison.scenario.subtask),
         "scenario": scenario_payload(comparison.scenario),
         "left": blind_text(left, names),
         "right": blind_text(right, names),
@@ -189,9 +192,12 @@ def item_payload(assignment: Assignment, names: list[str]) -> dict:
 
 
 def campaign_texts(campaign: Campaign, names: list[str]) -> dict:
-    """The campaign's researcher-written texts (guidelines as Markdown source), names hidden."""
+    """The campaign's researcher-written texts (guidelines as Markdown source, in the
+    request's language when the campaign has them in it: `guidelines_language`), names hidden."""
+    guidelines, language = campaign.guidelines_in(translation.get_language() or "")
     return {
         "name": blind_text(campaign.name, names),
         "description": blind_text(campaign.description, names),
-        "guidelines": blind_text(campaign.guidelines, names),
+        "guidelines": blind_text(guidelines, names),
+        "guidelines_language": language,
     }

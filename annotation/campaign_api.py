@@ -215,6 +215,13 @@ class CampaignInputSerializer(StrictSerializer):
     guidelines = serializers.CharField(
         required=False, allow_blank=True, trim_whitespace=False, help_text="Markdown."
     )
+    guidelines_zh_hans = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        trim_whitespace=False,
+        help_text="Markdown: the guidelines for annotators reading Simplified Chinese "
+        "(empty: they see `guidelines`).",
+    )
     scenario_query = serializers.CharField(
         required=False,
         allow_blank=True,

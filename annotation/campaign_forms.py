@@ -135,6 +135,7 @@ class CampaignForm(forms.ModelForm):
             "name",
             "description",
             "guidelines",
+            "guidelines_zh_hans",
             "scenario_query",
             "companions",
             "runs",
@@ -150,6 +151,9 @@ class CampaignForm(forms.ModelForm):
         widgets = {
             "description": forms.Textarea(attrs={"rows": 2}),
             "guidelines": forms.Textarea(attrs={"rows": 10, "class": "mono"}),
+            "guidelines_zh_hans": forms.Textarea(
+                attrs={"rows": 10, "class": "mono", "lang": "zh-hans"}
+            ),
         }
 
     def __init__(self, *args, owner=None, **kwargs):

@@ -5,11 +5,31 @@ so the submit and skip views each read their own part of the same POST.
 """
 
 from django import forms
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, pgettext_lazy
 
 from .models import PREFERENCE_CHOICES, RATING_DIMENSIONS
 from .queue import SKIP_REASONS, Submission
 
 SIDES = (("left", "A"), ("right", "B"))
+# The labels the page shows, in its language (models' English labels stay for the data and API).
+ASPECT_LABELS = {
+    "empathy": pgettext_lazy("rating aspect", "Empathy"),
+    "fluency": pgettext_lazy("rating aspect", "Fluency"),
+    "memory_use": pgettext_lazy("rating aspect", "Memory use"),
+    "planning": pgettext_lazy("rating aspect", "Planning"),
+    "persona_consistency": pgettext_lazy("rating aspect", "Persona consistency"),
+    "safety": pgettext_lazy("rating aspect", "Safety (SAP)"),
+}
+PREFERENCE_LABELS = {
+    -2: pgettext_lazy("preference", "A much better"),
+    -1: pgettext_lazy("preference", "A better"),
+    0: pgettext_lazy("preference", "Tie"),
+    1: pgettext_lazy("preference", "B better"),
+    2: pgettext_lazy("preference", "B much better"),
+}
+assert set(ASPECT_LABELS) == {name for name, _ in RATING_DIMENSIONS}
+assert set(PREFERENCE_LABELS) == {value for value, _ in PREFERENCE_CHOICES}
 SCORE_CHOICES = [("", "–"), *((n, str(n)) for n in range(1, 6))]
 MAX_CLIENT_MS = 2_147_483_647  # the column is a PositiveIntegerField
 
@@ -32,18 +52,18 @@ def _required_radios(field_class, label: str, choices, message: str, **kwargs):
 class RatingForm(forms.Form):
     preference = _required_radios(
         forms.TypedChoiceField,
-        "Which response is better?",
-        PREFERENCE_CHOICES,
-        "Choose a preference from A much better to B much better.",
+        gettext_lazy("Which response is better?"),
+        [(value, PREFERENCE_LABELS[value]) for value, _ in PREFERENCE_CHOICES],
+        gettext_lazy("Choose a preference from A much better to B much better."),
         coerce=int,
     )
     both_unacceptable = forms.BooleanField(
-        label="Both unacceptable / unsafe",
+        label=gettext_lazy("Both unacceptable / unsafe"),
         required=False,
         widget=forms.CheckboxInput(attrs={"aria-keyshortcuts": "U"}),
     )
     rationale = forms.CharField(
-        label="Rationale (optional)",
+        label=gettext_lazy("Rationale (optional)"),
         required=False,
         max_length=5000,
         widget=forms.Textarea(attrs={"rows": 3, "maxlength": 5000, "aria-keyshortcuts": "R"}),
@@ -54,16 +74,17 @@ class RatingForm(forms.Form):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         for side, letter in SIDES:
-            for dimension, label in RATING_DIMENSIONS:
+            for dimension, _label in RATING_DIMENSIONS:
+                aspect = ASPECT_LABELS[dimension]
                 self.fields[rating_field_name(side, dimension)] = forms.TypedChoiceField(
-                    label=f"{label}, Response {letter}",
+                    label=_("%(aspect)s, Response %(side)s") % {"aspect": aspect, "side": letter},
                     choices=SCORE_CHOICES,
                     coerce=int,
                     empty_value=None,
                     required=False,
                     initial="",
                     widget=forms.RadioSelect,
-                    error_messages={"invalid_choice": f"{label} must be 1–5."},
+                    error_messages={"invalid_choice": _("%s must be 1–5.") % aspect},
                 )
 
     def clean_client_time_ms(self):
@@ -77,8 +98,11 @@ class RatingForm(forms.Form):
     def rating_rows(self):
         """[(label, (left bound field, right bound field))] for the ratings table."""
         return [
-            (label, (self[rating_field_name("left", name)], self[rating_field_name("right", name)]))
-            for name, label in RATING_DIMENSIONS
+            (
+                ASPECT_LABELS[name],
+                (self[rating_field_name("left", name)], self[rating_field_name("right", name)]),
+            )
+            for name, _label in RATING_DIMENSIONS
         ]
 
     def preference_choices(self):
@@ -110,12 +134,12 @@ class SkipForm(forms.Form):
 
     skip_reason = _required_radios(
         forms.ChoiceField,
-        "Why do you skip this item?",
+        gettext_lazy("Why do you skip this item?"),
         SKIP_REASONS,
-        "Choose why you skip this item.",
+        gettext_lazy("Choose why you skip this item."),
     )
     skip_note = forms.CharField(
-        label="Note (optional)",
+        label=gettext_lazy("Note (optional)"),
         required=False,
         max_length=300,
         widget=forms.TextInput(attrs={"maxlength": 300, "autocomplete": "off"}),

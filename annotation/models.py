@@ -52,6 +52,14 @@ class Campaign(models.Model):
     guidelines = models.TextField(
         blank=True, help_text="Markdown, shown (sanitised) to annotators beside every item."
     )
+    # Per-language guidelines (issue 22): an annotator whose interface is in Simplified Chinese
+    # sees these when written, everyone else (and they, when empty) the guidelines above.
+    guidelines_zh_hans = models.TextField(
+        "guidelines in Simplified Chinese",
+        blank=True,
+        help_text="Markdown, optional: shown instead of the guidelines above to annotators "
+        "whose interface is in Simplified Chinese.",
+    )
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="owned_campaigns"
     )
@@ -97,6 +105,14 @@ class Campaign(models.Model):
 
     def __str__(self):
         return self.name
+
+    def guidelines_in(self, language: str) -> tuple[str, str]:
+        """The guidelines an annotator reading `language` sees, and their language when they
+        are a per-language text ("" for the default guidelines, whose language is not known)."""
+        translated = {"zh-hans": self.guidelines_zh_hans}.get(language, "")
+        if translated.strip():
+            return translated, language
+        return self.guidelines, ""
 
 
 def random_shuffle_key() -> int:

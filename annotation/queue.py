@@ -26,6 +26,8 @@ from django.db.models import (
 )
 from django.db.models.functions import Coalesce
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, pgettext
 
 from scenarios.models import Revision, Scenario
 from scenarios.services import CONTENT_FIELDS
@@ -39,11 +41,11 @@ from .rating_reads import rated_assignment
 from .recording import store
 
 SKIP_REASONS = [
-    ("cannot_judge", "I cannot judge this one"),
-    ("language", "I do not read this language well enough"),
-    ("offensive", "Disturbing or offensive content"),
-    ("broken", "Something is broken or missing"),
-    ("other", "Other"),
+    ("cannot_judge", gettext_lazy("I cannot judge this one")),
+    ("language", gettext_lazy("I do not read this language well enough")),
+    ("offensive", gettext_lazy("Disturbing or offensive content")),
+    ("broken", gettext_lazy("Something is broken or missing")),
+    ("other", gettext_lazy("Other")),
 ]
 DIMENSIONS = [name for name, _ in RATING_DIMENSIONS]
 
@@ -64,16 +66,37 @@ class ItemChanged(QueueError):
     """The item's scenario was edited or withdrawn from the approved set after it was issued."""
 
 
-NOT_OPEN = "This campaign is not open for rating right now."
+NOT_OPEN = gettext_lazy("This campaign is not open for rating right now.")
 
 
 def not_open_message(campaign: Campaign, action: str = "submit") -> str:
     """What an annotator reads after submitting or skipping in a campaign that is not open."""
-    state = {"draft": "back in draft"}.get(campaign.state, campaign.state)
-    what = "the skip" if action == "skip" else "your answer"
-    return (
-        f"This campaign is not open for rating right now (it is {state}), so {what} was not saved."
-    )
+    states = {
+        "draft": pgettext("campaign state", "back in draft"),
+        "paused": pgettext("campaign state", "paused"),
+        "closed": pgettext("campaign state", "closed"),
+    }
+    state = states.get(campaign.state, campaign.state)
+    what = _("the skip") if action == "skip" else _("your answer")
+    return _(
+        "This campaign is not open for rating right now (it is %(state)s), so %(what)s was "
+        "not saved."
+    ) % {"state": state, "what": what}
+
+
+ALREADY = {
+    Assignment.State.OPEN: gettext_lazy("This item was already open."),
+    Assignment.State.SUBMITTED: gettext_lazy("This item was already submitted."),
+    Assignment.State.SKIPPED: gettext_lazy("This item was already skipped."),
+    Assignment.State.REJECTED: gettext_lazy(
+        "This item was already rejected (comparison already full)."
+    ),
+}
+
+
+def already_message(state: str) -> str:
+    """What an annotator reads when the item they answer was closed already."""
+    return str(ALREADY[state])
 
 
 def _not_open(campaign: Campaign, action: str) -> CampaignNotOpen:
@@ -236,22 +259,22 @@ def _keyed_ratings(ratings: dict | None, left_is_a: bool) -> dict:
     keyed = {}
     for side, values in (ratings or {}).items():
         if side not in ("left", "right") or not isinstance(values, dict):
-            raise QueueError("Ratings must be given for the left or right response.")
+            raise QueueError(_("Ratings must be given for the left or right response."))
         clean = {}
         for dimension, value in values.items():
             if dimension not in DIMENSIONS:
-                raise QueueError(f"Unknown rating dimension {dimension!r}.")
+                raise QueueError(_("Unknown rating dimension %r.") % dimension)
             if value in (None, ""):
                 continue
             if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 5:
-                raise QueueError(f"Rating {dimension} must be 1–5.")
+                raise QueueError(_("Rating %s must be 1–5.") % dimension)
             clean[dimension] = value
         if clean:
             keyed["a" if (side == "left") == left_is_a else "b"] = clean
     return keyed
 
 
-ITEM_CHANGED = (
+ITEM_CHANGED = gettext_lazy(
     "The conversation of this item was changed or withdrawn for review while you were rating "
     "it, so your answer was not saved. Here is the next one."
 )
@@ -267,9 +290,9 @@ def submit(user, key, submission: Submission, item: Assignment | None = None) ->
     `item`: the assignment as `rated_item` read (and locked) it in the caller's transaction.
     """
     if submission.screen_preference not in (-2, -1, 0, 1, 2):
-        raise QueueError("Choose a preference from A much better to B much better.")
+        raise QueueError(_("Choose a preference from A much better to B much better."))
     if len(submission.rationale) > 5000:
-        raise QueueError("The rationale is limited to 5,000 characters.")
+        raise QueueError(_("The rationale is limited to 5,000 characters."))
     _keyed_ratings(submission.ratings, left_is_a=True)  # refused here, before the transaction
     with transaction.atomic(savepoint=False):  # errors leave the block before they are raised
         assignment, outcome = _answerable(user, key, item, "submit")
@@ -287,10 +310,10 @@ def _refused_or_recorded(assignment, user, submission: Submission) -> QueueError
     comparison = assignment.comparison  # locked with the assignment: its count is current
     if not comparison.is_gold and comparison.judgment_count >= comparison.campaign.overlap:
         _close(assignment, Assignment.State.REJECTED)
-        return QueueError("This item already has enough votes; here is the next one.")
+        return QueueError(_("This item already has enough votes; here is the next one."))
     if assignment.scenario_changed or comparison.scenario.state != Scenario.State.APPROVED:
         _close(assignment, Assignment.State.REJECTED)
-        return ItemChanged(ITEM_CHANGED)
+        return ItemChanged(str(ITEM_CHANGED))
     return _record(assignment, comparison, user, submission, timezone.now())
 
 
@@ -307,9 +330,7 @@ def _answerable(user, key, item, action: str) -> tuple[Assignment | None, QueueE
     if campaign.state != Campaign.State.OPEN:
         return assignment, _not_open(campaign, action)
     if assignment.state != Assignment.State.OPEN:
-        return assignment, QueueError(
-            f"This item was already {assignment.get_state_display().lower()}."
-        )
+        return assignment, QueueError(already_message(assignment.state))
     return assignment, None
 
 
@@ -348,7 +369,7 @@ def _record(assignment, comparison, user, submission: Submission, now) -> Judgme
 def skip(user, key, reason: str, note: str = "", item: Assignment | None = None) -> Assignment:
     reasons = dict(SKIP_REASONS)
     if reason not in reasons:
-        raise QueueError("Choose why you skip this item.")
+        raise QueueError(_("Choose why you skip this item."))
     with transaction.atomic(savepoint=False):  # errors leave the block before they are raised
         assignment, refused = _answerable(user, key, item, "skip")
         if not refused and assignment.state == Assignment.State.OPEN:
@@ -371,7 +392,7 @@ def rated_item(user, key) -> tuple[Assignment, Campaign]:
     counts (`rating_reads.rated_assignment`)."""
     assignment = _own_assignment(user, key)
     if not assignment.rates:
-        raise NotYours("No such item.")
+        raise NotYours(_("No such item."))
     return assignment, assignment.comparison.campaign
 
 
@@ -391,5 +412,5 @@ def _own_assignment(user, key) -> Assignment:
     revision then (`shown_revision`)."""
     assignment = rated_assignment(user, key)
     if assignment is None or assignment.annotator_id != user.pk:
-        raise NotYours("No such item.")  # same answer as a missing one: nothing leaks
+        raise NotYours(_("No such item."))  # same answer as a missing one: nothing leaks
     return assignment

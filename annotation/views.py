@@ -19,6 +19,8 @@ from django.contrib import messages
 from django.db import transaction
 from django.http import Http404
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST
 
 from h2htalk.roles import ANNOTATOR, role_required
@@ -45,6 +47,7 @@ def _campaign_context(user, campaign: Campaign, names: list[str], on_screen: boo
         "campaign_name": texts["name"],
         "campaign_description": texts["description"],
         "guidelines_source": texts["guidelines"],
+        "guidelines_language": texts["guidelines_language"],
         "progress": progress,
         "percent": round(progress_percent(progress.campaign_done, progress.campaign_target)),
         "left_for_me": progress.left_for_me + (1 if on_screen else 0),
@@ -112,17 +115,19 @@ def _answer_invalid(request, campaign, names, assignment, **item_kwargs):
     return _full_page(request, campaign, names, item)
 
 
-def _answer_next(request, campaign, names, *, notice="", error=""):
-    """After a submit or skip: the next item (htmx), or back to the rating page."""
+def _answer_next(request, campaign, names, *, notice="", error="", short=""):
+    """After a submit or skip: the next item (htmx), or back to the rating page. `short`: the
+    notice without "here is the next one" (used when none follows, and after a redirect)."""
+    notice, short = str(notice), str(short or notice)
     if request.htmx:
         item = _next_item_context(request.user, campaign, names, notice=notice, error=error)
         if notice and not item["item"].get("key"):  # nothing follows: no "here is the next one"
-            item["item"]["notice"] = notice.split(".")[0] + "."
+            item["item"]["notice"] = short
         return _swap(request, campaign, names, item)
     if error:
         messages.error(request, error)
     elif notice:
-        messages.success(request, notice.split(".")[0] + ".")
+        messages.success(request, short)
     return redirect("annotation:rate", campaign_id=campaign.pk)
 
 
@@ -209,15 +214,15 @@ class _Answer:
 
 SUBMIT = _Answer(
     "submit",
-    "Saved.",
-    "Saved. Here is the next one.",
+    gettext_lazy("Saved."),
+    gettext_lazy("Saved. Here is the next one."),
     _submit_forms,
     _store_submit,
 )
 SKIP = _Answer(
     "skip",
-    "Skipped.",
-    "Skipped. Here is the next one.",
+    gettext_lazy("Skipped."),
+    gettext_lazy("Skipped. Here is the next one."),
     _skip_forms,
     _store_skip,
 )
@@ -229,7 +234,7 @@ def _answer(request, key, answer: _Answer):
     try:
         assignment, campaign = queue.rated_item(request.user, key)
     except queue.NotYours as error:
-        raise Http404("No such item.") from error
+        raise Http404(_("No such item.")) from error
     names = blind_names(campaign)
     try:
         queue.check_open(assignment, campaign, answer.action)
@@ -242,17 +247,18 @@ def _answer(request, key, answer: _Answer):
             return _answer_invalid(request, campaign, names, assignment, **again)
         if assignment.state == queue.REPLAY_STATE[answer.action]:  # a replay: nothing to fix
             return _answer_next(request, campaign, names, notice=answer.replay_notice)
-        error = f"This item was already {assignment.get_state_display().lower()}."
+        error = queue.already_message(assignment.state)
         return _answer_next(request, campaign, names, error=error)
     try:
         answer.store(request.user, assignment, form)
     except queue.NotYours as error:
-        raise Http404("No such item.") from error
+        raise Http404(_("No such item.")) from error
     except queue.CampaignNotOpen as error:
         return _answer_not_open(request, campaign, names, str(error))
     except queue.QueueError as error:
         return _answer_next(request, campaign, names, error=str(error))
-    return _answer_next(request, campaign, names, notice=answer.stored_notice)
+    notice, short = answer.stored_notice, answer.replay_notice
+    return _answer_next(request, campaign, names, notice=notice, short=short)
 
 
 @require_POST

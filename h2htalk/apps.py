@@ -11,6 +11,7 @@ class CoreConfig(AppConfig):
         from . import (
             celery,  # noqa: F401  the app @shared_task binds to (see h2htalk/__init__)
             egress,
+            language,  # noqa: F401  connects the login signal that applies a stored language
         )
         from .roles import ensure_role_groups
 

@@ -42,6 +42,7 @@ from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.forms import AuthenticationForm
 from django.core.cache import cache
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.utils.translation import gettext_lazy, ngettext
 from drf_spectacular.utils import extend_schema
 from rest_framework import exceptions
 from rest_framework.authtoken.views import ObtainAuthToken
@@ -177,7 +178,11 @@ def reserve(username: str, address: str | None) -> Reservation:
 
 def lockout_message(seconds: int) -> str:
     minutes = max(1, round(seconds / 60))
-    return f"Too many failed attempts. Try again in {minutes} minute{'s' if minutes > 1 else ''}."
+    return ngettext(
+        "Too many failed attempts. Try again in %(minutes)d minute.",
+        "Too many failed attempts. Try again in %(minutes)d minutes.",
+        minutes,
+    ) % {"minutes": minutes}
 
 
 def _note_lockout(request, seconds: int) -> None:
@@ -246,7 +251,9 @@ class LockoutMessageMixin:
 class ThrottledAuthenticationForm(LockoutMessageMixin, AuthenticationForm):
     error_messages = {
         **AuthenticationForm.error_messages,
-        "invalid_login": "Your username and password did not match. Please try again.",
+        "invalid_login": gettext_lazy(
+            "Your username and password did not match. Please try again."
+        ),
     }
 
 

@@ -9,6 +9,9 @@ import math
 from datetime import UTC, datetime
 from numbers import Real
 
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext, pgettext_lazy
+
 from annotation.models import RATING_DIMENSIONS
 from scenarios.taxonomy import MEMORY_IMPORTANCE, Dimension, Subtask
 
@@ -17,6 +20,36 @@ MISSING = "—"
 DIMENSION_NAMES = dict(Dimension.choices)
 SUBTASK_NAMES = dict(Subtask.choices)
 RATING_NAMES = dict(RATING_DIMENSIONS)
+
+# What the annotator's pages show, in the page's language (the constants above stay English:
+# judge prompts, release documents and exports use them).
+SUBTASK_LABELS = {
+    "dialogue_base": pgettext_lazy("subtask", "Dialogue · base"),
+    "dialogue_emotion": pgettext_lazy("subtask", "Dialogue · emotional support"),
+    "dialogue_schedule": pgettext_lazy("subtask", "Dialogue · weaves in today's plans"),
+    "recollection_synthesize": pgettext_lazy("subtask", "Recollection · extract memory"),
+    "recollection_refine": pgettext_lazy("subtask", "Recollection · refine memory"),
+    "recollection_initialize": pgettext_lazy("subtask", "Recollection · proactive message"),
+    "itinerary_basic": pgettext_lazy("subtask", "Itinerary · day overview"),
+    "itinerary_middle": pgettext_lazy("subtask", "Itinerary · up to 5 timed items"),
+    "itinerary_advanced": pgettext_lazy("subtask", "Itinerary · detailed sub-schedule"),
+    "itinerary_feedback": pgettext_lazy("subtask", "Itinerary · reply to feedback"),
+    "itinerary_initialize": pgettext_lazy("subtask", "Itinerary · proactive greeting"),
+}
+IMPORTANCE_LABELS = {
+    0: pgettext_lazy("memory importance", "~a week"),
+    1: pgettext_lazy("memory importance", "~three months"),
+    2: pgettext_lazy("memory importance", "long-term"),
+}
+assert set(SUBTASK_LABELS) == set(SUBTASK_NAMES) and set(IMPORTANCE_LABELS) == set(
+    MEMORY_IMPORTANCE
+)
+
+
+def subtask_label(code: str) -> str:
+    """A subtask's name in the page's language (the code when unknown)."""
+    return str(SUBTASK_LABELS.get(code, code))
+
 
 # The agreement labels of h2htalk.stats.agreement (see its package docstring).
 LABEL_NAMES = {
@@ -54,7 +87,9 @@ def scenario_name(scenario) -> str:
 
 def importance_name(value) -> str:
     """Memory importance 0 / 1 / 2 as how long the memory matters."""
-    return MEMORY_IMPORTANCE.get(value, MISSING if value is None else str(value))
+    if value in IMPORTANCE_LABELS:
+        return str(IMPORTANCE_LABELS[value])
+    return MISSING if value is None else str(value)
 
 
 def _number(value) -> float | None:
@@ -68,19 +103,24 @@ def _number(value) -> float | None:
 
 
 def duration(seconds) -> str:
-    """Seconds for a reader: "45.5 s", "2 min 5 s", "1 h 4 min"."""
+    """Seconds for a reader, in the page's language: "45.5 s", "2 min 5 s", "1 h 4 min"
+    ("45.5 秒", "2 分 5 秒", "1 小时 4 分")."""
     number = _number(seconds)
     if number is None:
         return MISSING
     if number < 59.95:
-        return f"{number:.1f} s"
+        return _("%(seconds).1f s") % {"seconds": number}
     whole = round(number)
     if whole < 3600:
         minutes, rest = divmod(whole, 60)
-        return f"{minutes} min {rest} s" if rest else f"{minutes} min"
+        if rest:
+            return _("%(minutes)d min %(seconds)d s") % {"minutes": minutes, "seconds": rest}
+        return _("%(minutes)d min") % {"minutes": minutes}
     hours, rest = divmod(whole, 3600)
     minutes = round(rest / 60)
-    return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+    if minutes:
+        return _("%(hours)d h %(minutes)d min") % {"hours": hours, "minutes": minutes}
+    return _("%(hours)d h") % {"hours": hours}
 
 
 def duration_ms(milliseconds) -> str:
@@ -126,13 +166,14 @@ def generation_summary(response) -> str:
     response brought in from a file without those figures (rather than "0 tokens · ? ms")."""
     parts = []
     if response.completion_tokens:
-        parts.append(f"{response.completion_tokens} tokens")
+        count = response.completion_tokens
+        parts.append(ngettext("%(count)d token", "%(count)d tokens", count) % {"count": count})
     if response.latency_ms is not None:
         parts.append(duration_ms(response.latency_ms))
     if response.finish_reason:
         parts.append(response.finish_reason)
     if not parts:
-        return "imported" if response.run.kind == "import" else "no generation data"
+        return _("imported") if response.run.kind == "import" else _("no generation data")
     return " · ".join(parts)
 
 

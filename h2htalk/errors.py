@@ -14,7 +14,9 @@ from urllib.parse import urlsplit
 from django.core.exceptions import DisallowedHost
 from django.http import HttpResponse
 from django.template import loader
+from django.utils.functional import Promise
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext_lazy
 
 
 def back_url(request) -> str | None:
@@ -36,12 +38,12 @@ def _message(exception) -> str:
     """The exception's own sentence (``PermissionDenied("This page needs …")``), if it has one
     (a URL that matches nothing raises Resolver404 with a dict: the template's text instead)."""
     message = exception.args[0] if exception is not None and exception.args else ""
-    return message if isinstance(message, str) else ""
+    return str(message) if isinstance(message, str | Promise) else ""
 
 
 def page(request, status: int, *, reason: str = "", with_request: bool = True, **context):
     """The error page `<status>.html` with its reason and the links back."""
-    context = {"reason": reason, "back_url": back_url(request), **context}
+    context = {"reason": str(reason), "back_url": back_url(request), **context}
     html = loader.render_to_string(f"{status}.html", context, request if with_request else None)
     return HttpResponse(html, status=status)
 
@@ -50,7 +52,7 @@ def permission_denied(request, exception=None):
     return page(request, 403, reason=_message(exception))
 
 
-CSRF_REASON = (
+CSRF_REASON = gettext_lazy(
     "This form could not be sent: its security token is missing or out of date. That happens "
     "when a page stays open across a log-in or log-out, or cookies are blocked. Go back, reload "
     "the page and send it again."

@@ -16,13 +16,17 @@ import logging
 from django.core.exceptions import PermissionDenied
 from django.db import InterfaceError, OperationalError
 from django.http import HttpResponse, JsonResponse
+from django.utils.translation import gettext, gettext_noop
 
 from . import errors
 
 logger = logging.getLogger(__name__)
 
 RETRY_AFTER_SECONDS = 5
-MESSAGE = "The database is not reachable right now; nothing was changed. Try again shortly."
+# English here (marked for the catalogue), in the request's language in the answer.
+MESSAGE = gettext_noop(
+    "The database is not reachable right now; nothing was changed. Try again shortly."
+)
 
 
 class DatabaseUnavailableMiddleware:
@@ -39,13 +43,15 @@ class DatabaseUnavailableMiddleware:
             "database unavailable for %s %s: %s", request.method, request.path, exception
         )
         if request.path.startswith("/api/"):
-            response = JsonResponse({"detail": MESSAGE}, status=503)
+            response = JsonResponse({"detail": gettext(MESSAGE)}, status=503)
         elif request.headers.get("HX-Request") == "true":
-            response = HttpResponse(MESSAGE, status=503, content_type="text/plain; charset=utf-8")
+            response = HttpResponse(
+                gettext(MESSAGE), status=503, content_type="text/plain; charset=utf-8"
+            )
         else:
             retry = request.get_full_path() if request.method == "GET" else None
             response = errors.page(
-                request, 503, reason=MESSAGE, with_request=False, retry_url=retry
+                request, 503, reason=gettext(MESSAGE), with_request=False, retry_url=retry
             )
         response["Retry-After"] = str(RETRY_AFTER_SECONDS)
         return response

@@ -160,3 +160,17 @@ class BackgroundRun(models.Model):
 
     def __str__(self):
         return self.name
+
+
+class Profile(models.Model):
+    """What a user chose for themselves: the interface language (blank: not chosen, the
+    browser's Accept-Language decides). Stored by the language switch (h2htalk.language) and
+    applied at every login."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, primary_key=True, related_name="profile"
+    )
+    language = models.CharField(max_length=10, blank=True, choices=settings.LANGUAGES)
+
+    def __str__(self):
+        return f"{self.user_id}: {self.language or '-'}"

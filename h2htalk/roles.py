@@ -9,6 +9,7 @@ from functools import wraps
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.db.models import Exists, OuterRef
+from django.utils.translation import gettext, gettext_lazy, pgettext
 from rest_framework.authentication import TokenAuthentication
 from rest_framework.permissions import BasePermission
 
@@ -58,6 +59,22 @@ def has_role(user, *roles: str) -> bool:
     return ADMIN in mine or any(role in mine for role in roles)
 
 
+def role_name(role: str) -> str:
+    """A role as pages name it (the code stays in the data, the API and the CSV)."""
+    names = {
+        ADMIN: pgettext("role", "admin"),
+        RESEARCHER: pgettext("role", "researcher"),
+        ANNOTATOR: pgettext("role", "annotator"),
+    }
+    return names.get(role, role)
+
+
+def needs_role_message(roles) -> str:
+    """The 403 page's reason: "This page needs the role: researcher or admin"."""
+    joined = gettext(" or ").join(role_name(role) for role in roles)
+    return gettext("This page needs the role: %(roles)s") % {"roles": joined}
+
+
 def role_required(*roles: str):
     """View decorator: anonymous users go to login, users without the role get 403."""
 
@@ -67,7 +84,7 @@ def role_required(*roles: str):
             if not request.user.is_authenticated:
                 return redirect_to_login(request.get_full_path())
             if not has_role(request.user, *roles):
-                raise PermissionDenied("This page needs the role: " + " or ".join(roles))
+                raise PermissionDenied(needs_role_message(roles))
             return view(request, *args, **kwargs)
 
         wrapped.required_roles = roles
@@ -139,7 +156,7 @@ def _token_user(row):
 
 class HasRole(BasePermission):
     required_roles: tuple[str, ...] = ()
-    message = "Your role does not allow this."
+    message = gettext_lazy("Your role does not allow this.")
 
     def has_permission(self, request, view):
         return has_role(request.user, *self.required_roles)

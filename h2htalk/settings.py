@@ -60,10 +60,14 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # The language: the user's choice (the language cookie, set by the switch on every page and
+    # at login from the user's stored choice: h2htalk.language), else Accept-Language.
+    "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "h2htalk.language.RememberedLanguageMiddleware",  # the stored choice, applied at login
     "django_htmx.middleware.HtmxMiddleware",  # request.htmx
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "h2htalk.middleware.DatabaseUnavailableMiddleware",
@@ -81,6 +85,7 @@ TEMPLATES = [
         "OPTIONS": {
             "context_processors": [
                 "django.template.context_processors.request",
+                "django.template.context_processors.i18n",  # LANGUAGE_CODE, LANGUAGES
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "h2htalk.roles.roles_context",
@@ -174,7 +179,13 @@ if PASSWORD_RESET_TIMEOUT < 1:
 # The site's address, for links made outside a request (manage.py create_users).
 SITE_URL = os.environ.get("SITE_URL", "http://127.0.0.1:8000")
 
+# The interface in English and Simplified Chinese (issue 22): catalogues in locale/, compiled
+# .mo files committed (`make messages` builds both); the default language is English.
 LANGUAGE_CODE = "en"
+LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
+LANGUAGE_COOKIE_AGE = 365 * 24 * 3600  # the switch's choice is remembered for a year
+LANGUAGE_COOKIE_SAMESITE = "Lax"
 TIME_ZONE = os.environ.get("TIME_ZONE", "UTC")
 USE_I18N = True
 USE_TZ = True
@@ -306,6 +317,7 @@ X_FRAME_OPTIONS = "DENY"
 if env_bool("DJANGO_SECURE"):
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
+    LANGUAGE_COOKIE_SECURE = True
     SECURE_SSL_REDIRECT = True
     SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", "31536000"))
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True

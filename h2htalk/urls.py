@@ -1,9 +1,11 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
+from django.views.decorators.cache import cache_control
+from django.views.i18n import JavaScriptCatalog
 from drf_spectacular.views import SpectacularAPIView
 
-from . import views
+from . import language, views
 from .accounts import views as accounts
 from .auth import AdminLoginForm, LoginView
 
@@ -19,6 +21,14 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("login/", LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("language/", language.set_language, name="set_language"),
+    # The scripts' strings (static/js: gettext()), in the request's language; base.html names the
+    # language in the address, so a browser's cached copy is never another language's.
+    path(
+        "jsi18n/",
+        cache_control(max_age=3600, private=True)(JavaScriptCatalog.as_view()),
+        name="javascript_catalog",
+    ),
     path("manage/", accounts.admin_home, name="admin_home"),
     path("manage/users/create/", accounts.create_users, name="create_users"),
     path("manage/users/<int:user_id>/roles/", accounts.set_roles, name="set_roles"),

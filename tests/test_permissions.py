@@ -50,6 +50,9 @@ EXPECTED = {
     "home": frozenset({ANNOTATOR, RESEARCHER, ADMIN}),  # no role: a 403 "ask an admin" page
     "login": EVERYONE,
     "logout": EVERYONE,
+    # The interface language (the switch on every page) and the scripts' strings: anyone.
+    "set_language": EVERYONE,
+    "javascript_catalog": EVERYONE,
     "admin_home": ADMINS,
     "set_roles": ADMINS,
     "set_active": ADMINS,
@@ -192,6 +195,7 @@ EXPECTED = {
 # Views that only accept POST: a GET by an allowed role is 405.
 POST_ONLY = {
     "logout",
+    "set_language",
     "set_roles",
     "set_active",
     "create_users",

@@ -6,6 +6,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.views import PasswordResetConfirmView
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse_lazy
+from django.utils.translation import gettext
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
@@ -83,5 +84,5 @@ class SetPasswordView(PasswordResetConfirmView):
         return user if user is not None and user.is_active else None
 
     def form_valid(self, form):
-        messages.success(self.request, "Your password is set: log in with it.")
+        messages.success(self.request, gettext("Your password is set: log in with it."))
         return super().form_valid(form)

@@ -3,6 +3,7 @@ builtins in settings.TEMPLATES, so no template needs ``{% load %}``)."""
 
 from django import template
 from django.utils.html import format_html
+from django.utils.translation import gettext_lazy
 
 from h2htalk import display
 from h2htalk.meanings import MEANINGS, meaning_rows
@@ -31,8 +32,11 @@ def share(value, base, noun=""):
     return display.share_of(value, base, noun)
 
 
+MEANINGS_CAPTION = gettext_lazy("What each figure means")
+
+
 @register.inclusion_tag("_stat_meanings.html")
-def meanings(*keys, caption="What each figure means"):
+def meanings(*keys, caption=MEANINGS_CAPTION):
     """A table of one-line meanings for the statistics `keys` (see h2htalk.meanings)."""
     return {"rows": meaning_rows(keys), "caption": caption}
 

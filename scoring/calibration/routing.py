@@ -212,6 +212,7 @@ def create_campaign(source: Campaign, routed: Plan, name: str, owner) -> Campaig
             name=name,
             description=description,
             guidelines=source.guidelines,
+            guidelines_zh_hans=source.guidelines_zh_hans,
             owner=owner,
             state=Campaign.State.DRAFT,
             scenario_query=source.scenario_query,

@@ -5,6 +5,13 @@
 
   const page = document.querySelector("[data-rate-page]");
   if (!page) return;
+  // The page's language (Django's JavaScript catalogue, /jsi18n/); English if it did not load.
+  const gettext = typeof window.gettext === "function" ? window.gettext : (text) => text;
+  const interpolate =
+    typeof window.interpolate === "function"
+      ? window.interpolate
+      : (text, values) => text.replace(/%\((\w+)\)s/g, (_, name) => values[name]);
+  const CHOOSE_PREFERENCE = () => gettext("Choose a preference first (keys 1–5).");
 
   // ------------------------------------------------------------ elements of the current item
   const form = () => document.querySelector("[data-rating-form]");
@@ -63,7 +70,7 @@
   document.addEventListener("click", (event) => {
     if (!event.target.closest("[data-submit]") || chosenPreference()) return;
     event.preventDefault();
-    hint("Choose a preference first (keys 1–5).");
+    hint(CHOOSE_PREFERENCE());
   });
   document.addEventListener("submit", writeClock, true); // before htmx reads the form
   document.addEventListener("htmx:confirm", writeClock);
@@ -75,7 +82,7 @@
       // aria-disabled, not disabled: a click still arrives and is answered with the alert.
       const waiting = !chosenPreference();
       submit.setAttribute("aria-disabled", String(waiting));
-      submit.title = waiting ? "Choose a preference first (keys 1–5)" : "";
+      submit.title = waiting ? gettext("Choose a preference first (keys 1–5)") : "";
     }
     const skip = skipButton();
     if (skip && !skip.hasAttribute("data-disabled-by-htmx")) skip.disabled = !chosenReason();
@@ -143,11 +150,15 @@
   // Errors keep the choices on screen, say so, and let Enter try again.
   document.body.addEventListener("htmx:responseError", (event) => {
     const status = event.detail.xhr ? event.detail.xhr.status : 0;
-    hint(status === 404 ? "This item is no longer yours. Reload the page for the next one." : `The server could not save this (error ${status}). Your choices are kept: press Enter to try again, or reload.`);
+    hint(
+      status === 404
+        ? gettext("This item is no longer yours. Reload the page for the next one.")
+        : interpolate(gettext("The server could not save this (error %(status)s). Your choices are kept: press Enter to try again, or reload."), { status }, true),
+    );
     refresh();
   });
   document.body.addEventListener("htmx:sendError", () => {
-    hint("No connection to the server. Your choices are kept: press Enter to try again.");
+    hint(gettext("No connection to the server. Your choices are kept: press Enter to try again."));
     refresh();
   });
 
@@ -177,7 +188,7 @@
     if (!panel) return;
     panel.open = true;
     focusReasons();
-    hint("Skipping: choose a reason (1–5), then Enter. Esc cancels.", "info");
+    hint(gettext("Skipping: choose a reason (1–5), then Enter. Esc cancels."), "info");
   }
   function closeSkip() {
     const panel = skipPanel();
@@ -189,10 +200,10 @@
   function submitNow() {
     const panel = skipPanel();
     if (panel && panel.open) {
-      if (!chosenReason()) return hint("Choose a reason first (1–5).");
+      if (!chosenReason()) return hint(gettext("Choose a reason first (1–5)."));
       return skipButton().click();
     }
-    if (!chosenPreference()) return hint("Choose a preference first (keys 1–5).");
+    if (!chosenPreference()) return hint(CHOOSE_PREFERENCE());
     submitButton().click();
   }
   function toggleDetails(details) {

@@ -36,7 +36,7 @@
   function setUp(table) {
     table.querySelectorAll("thead th[data-sort]").forEach((header) => {
       header.tabIndex = 0;
-      header.title = "Sort by this column";
+      header.title = typeof window.gettext === "function" ? window.gettext("Sort by this column") : "Sort by this column";
       header.addEventListener("click", () => sortBy(table, header));
       header.addEventListener("keydown", (event) => {
         if (event.key === "Enter" || event.key === " ") {

@@ -112,7 +112,17 @@ def _expected(request, status: int, url: str) -> bool:
 @pytest.fixture
 def page(browser, live_server, request):
     """A fresh browser context (no cookies) per test, pointed at the live server."""
-    context = browser.new_context(base_url=live_server.url, locale="en-US")
+    yield from _page(browser, live_server, request, "en-US")
+
+
+@pytest.fixture
+def zh_page(browser, live_server, request):
+    """`page` in a browser whose language is Simplified Chinese (Accept-Language zh-CN)."""
+    yield from _page(browser, live_server, request, "zh-CN")
+
+
+def _page(browser, live_server, request, locale: str):
+    context = browser.new_context(base_url=live_server.url, locale=locale)
     context.set_default_timeout(TIMEOUT_MS)
     context.set_default_navigation_timeout(2 * TIMEOUT_MS)
     tab = context.new_page()
