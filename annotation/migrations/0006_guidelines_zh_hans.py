@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0004_queue_counts'),
+        ('annotation', '0005_rater_pairs'),
     ]
 
     operations = [
