@@ -1,0 +1,535 @@
+"""How many votes are enough: a power planner for a rating campaign, by simulation.
+
+Arrays and numbers in, numbers out; nothing here touches the database (scoring.planning does).
+
+The question. n companions, k annotators per comparison, the smallest Elo difference δ that
+matters and the expected agreement: how many comparisons (and annotator-hours) until adjacent
+companions δ apart are *separated* with a chosen probability (power, default 80%)? Separated is
+the release's rule: the 95% percentile interval of the Elo difference, from the bootstrap that
+resamples scenarios (h2htalk.stats.leaderboard), excludes 0 — here on the right side.
+Power = the mean over the n − 1 adjacent pairs of P(separated the right way); P(all adjacent
+pairs separated) is reported beside it.
+
+The model of a vote (what is simulated). Companion i has latent strength θ_i (evenly spaced).
+Every response r of a scenario has its own quality effect u_r ~ N(0, σ²) logits, shared by every
+vote on every comparison that shows it (with all pairs on a scenario, a response is in n − 1
+comparisons): this is the scenario clustering the release's bootstrap accounts for. A rater sees
+d = θ_a + u_a − θ_b − u_b plus standard logistic noise ε (the Bradley–Terry unit; the latent
+scale is arbitrary, so fixing ε's fixes it) and votes A when d + ε > τ, B when d + ε < −τ, a tie
+otherwise (tie = half a win, as in the release).
+
+The three inputs that set σ, τ and the spacing:
+- δ is on the release's scale: the Bradley–Terry fit of the *expected* votes (ties half) of the
+  design has its smallest adjacent difference δ Elo (response effects and rater noise shrink
+  latent differences, so the latent spacing is larger than δ).
+- "Expected agreement" is Krippendorff's α, nominal, on the 3-way outcome (A / tie / B) with
+  every comparison mirrored: the platform's agreement report's `winner3` α (overall), taken
+  in its large-sample form 1 − (1 − E Σ_c π_c²) / (1 − Σ_c π̄_c²) over the design's pairs
+  (π: a comparison's outcome probabilities, π̄ their pooled mirrored mean). α grows with σ;
+  its floor (σ = 0) is what the companions' differences alone give.
+- The tie rate: the share of votes that are ties.
+
+The search. A fast equivalent of the release's bootstrap runs in the inner loop: the
+Bradley–Terry fit of each simulated study with the scenario-clustered sandwich variance
+H⁻¹ (Σ_s g_s g_sᵀ) H⁻¹ (g_s: scenario s's score), the large-sample form of the variance of a
+bootstrap that resamples scenarios; a pair is separated when |difference| / se > z. A
+large-sample formula gives a first size; studies simulated at three sizes around it give the
+power there, a one-parameter correction of the formula fits them, and the recommended size is
+where the corrected curve reaches the target. Tests and `python -m bench planner` check the
+recommendation with fresh studies through the release's own estimator.
+"""
+
+import itertools
+import math
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+from numpy.polynomial.hermite_e import hermegauss
+from scipy.optimize import brentq
+from scipy.special import expit, ndtr, ndtri
+
+from . import LEVEL, N_BOOT
+from . import bradley_terry as bt
+from . import leaderboard as lb
+
+NODES, WEIGHTS = hermegauss(48)
+WEIGHTS = WEIGHTS / WEIGHTS.sum()  # E f(Z), Z ~ N(0, 1) ≈ Σ w f(node)
+SIGMA_MAX = 12.0  # largest response-effect sd tried (logits)
+STUDIES = 200  # simulated studies per size in the search
+MAX_COMPARISONS = 500_000  # a plan needing more is reported as out of reach
+CELL_BUDGET = 3_000_000  # studies × scenarios × pairs simulated at once
+DEFAULT_SECONDS = 60.0  # median seconds per item when no earlier campaign says otherwise
+
+
+class PlanError(ValueError):
+    """The inputs describe nothing the model can produce (e.g. an agreement below the floor)."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    """What the researcher enters (or takes from an earlier campaign)."""
+
+    n_companions: int
+    overlap: int = 3  # k: annotators per comparison
+    min_elo: float = 50.0  # δ: the smallest Elo difference that matters
+    alpha: float = 0.3  # expected Krippendorff's α (nominal, A/tie/B, mirrored)
+    tie_rate: float = 0.15
+    pairs_per_scenario: int | None = None  # None: every pair on every scenario
+    power: float = 0.8
+    level: float = LEVEL
+    seconds_per_item: float = DEFAULT_SECONDS
+
+    def pairs(self) -> int:
+        every = self.n_companions * (self.n_companions - 1) // 2
+        return every if self.pairs_per_scenario is None else min(self.pairs_per_scenario, every)
+
+    def check(self) -> None:
+        problems = []
+        if not 2 <= self.n_companions <= 40:
+            problems.append("2 to 40 companions")
+        if not 1 <= self.overlap <= 20:
+            problems.append("k from 1 to 20")
+        if not 1 <= self.min_elo <= 800:
+            problems.append("an Elo difference from 1 to 800")
+        if not 0 < self.alpha < 1:
+            problems.append("an agreement α strictly between 0 and 1")
+        if not 0 <= self.tie_rate <= 0.9:
+            problems.append("a tie rate from 0 to 0.9")
+        if not 0.5 <= self.power <= 0.99 or not 0.5 <= self.level <= 0.999:
+            problems.append("a power from 0.5 to 0.99 and a level from 0.5 to 0.999")
+        if self.pairs_per_scenario is not None and self.pairs_per_scenario < 1:
+            problems.append("at least one pair per scenario")
+        if problems:
+            raise PlanError("The planner needs " + "; ".join(problems) + ".")
+
+
+@dataclass
+class Model:
+    """The simulation model fitted to a Setting: latent strengths, response sd, tie threshold,
+    and what they give (the release-scale strengths, α, the tie rate)."""
+
+    theta: np.ndarray  # latent log-strengths, increasing
+    sigma: float
+    tau: float
+    target: np.ndarray  # the Bradley–Terry fit of the expected votes (log-strengths, mean 0)
+    alpha: float
+    tie_rate: float
+    alpha_floor: float  # α with σ = 0
+
+
+# ---------------------------------------------------------------- the model
+
+
+def outcome_probabilities(d, tau: float):
+    """(P(A), P(tie), P(B)) of one vote given the latent difference d."""
+    p_a, p_b = expit(d - tau), expit(-d - tau)
+    return p_a, 1 - p_a - p_b, p_b
+
+
+def _moments(gaps: np.ndarray, sigma: float, tau: float):
+    """Over every design pair (latent gap) and response effects: mean tie rate, E Σπ², and
+    the expected outcome (ties half) of each gap."""
+    d = gaps[:, None] + math.sqrt(2) * sigma * NODES[None, :]
+    p_a, p_t, p_b = outcome_probabilities(d, tau)
+    tie = float((p_t @ WEIGHTS).mean())
+    agree = float(((p_a**2 + p_t**2 + p_b**2) @ WEIGHTS).mean())
+    expected = (p_a + 0.5 * p_t) @ WEIGHTS
+    return tie, agree, expected
+
+
+def _gaps(theta: np.ndarray) -> np.ndarray:
+    low, high = np.triu_indices(len(theta), 1)
+    return theta[high] - theta[low]
+
+
+def design_alpha(theta: np.ndarray, sigma: float, tau: float) -> tuple[float, float]:
+    """(α, tie rate) of the design: α nominal on A/tie/B with mirrored units, large-sample."""
+    tie, agree, _ = _moments(_gaps(theta), sigma, tau)
+    pooled = tie**2 + 2 * ((1 - tie) / 2) ** 2  # mirrored: P(A) = P(B)
+    return 1 - (1 - agree) / (1 - pooled), tie
+
+
+def expected_strengths(theta: np.ndarray, sigma: float, tau: float) -> np.ndarray:
+    """The Bradley–Terry fit (log-strengths, mean 0) of the design's expected votes: what the
+    release's estimate converges to."""
+    n = len(theta)
+    low, high = np.triu_indices(n, 1)
+    _, _, expected = _moments(theta[low] - theta[high], sigma, tau)
+    wins = np.zeros((n, n))
+    wins[low, high] = 1_000 * expected  # 1,000 games a pair: the ridge does not matter
+    wins[high, low] = 1_000 * (1 - expected)
+    return bt.fit(wins)
+
+
+def _tau_for(theta, sigma: float, tie_rate: float) -> float:
+    if tie_rate <= 0:
+        return 0.0
+    gaps = _gaps(theta)
+    return brentq(lambda t: _moments(gaps, sigma, t)[0] - tie_rate, 0.0, 50.0, xtol=1e-8)
+
+
+def _noise_for(theta, alpha: float, tie_rate: float) -> tuple[float, float, float]:
+    """(σ, τ, α floor) giving the design this α and tie rate."""
+
+    def gap(sigma):
+        return design_alpha(theta, sigma, _tau_for(theta, sigma, tie_rate))[0] - alpha
+
+    floor = gap(0.0) + alpha
+    if alpha <= floor:
+        raise PlanError(
+            f"An agreement α of {alpha:.2f} is below what the companions' differences alone "
+            f"give ({floor:.2f}: every vote independent): enter at least that."
+        )
+    if gap(SIGMA_MAX) < 0:
+        raise PlanError(f"An agreement α of {alpha:.2f} is more than this model reaches.")
+    sigma = brentq(gap, 0.0, SIGMA_MAX, xtol=1e-6)
+    return sigma, _tau_for(theta, sigma, tie_rate), floor
+
+
+def _step_for(n: int, sigma: float, tau: float, min_elo: float) -> float:
+    """The latent spacing whose expected votes put adjacent companions min_elo apart (the
+    smallest adjacent difference of the release-scale fit)."""
+
+    def gap(step):
+        target = expected_strengths(step * np.arange(n), sigma, tau)
+        return bt.ELO_SCALE * np.diff(target).min() - min_elo
+
+    return brentq(gap, 1e-6, 40.0, xtol=1e-9)
+
+
+def fit_model(setting: Setting) -> Model:
+    """σ, τ and the spacing that give the setting's δ, α and tie rate (each depends a little
+    on the others: alternate until the spacing settles)."""
+    setting.check()
+    n = setting.n_companions
+    step = setting.min_elo / bt.ELO_SCALE
+    for _ in range(20):
+        theta = step * np.arange(n)
+        sigma, tau, floor = _noise_for(theta, setting.alpha, setting.tie_rate)
+        new = _step_for(n, sigma, tau, setting.min_elo)
+        if abs(new - step) < 1e-7 * max(1.0, step):
+            break
+        step = new
+    theta = new * np.arange(n)
+    sigma, tau, floor = _noise_for(theta, setting.alpha, setting.tie_rate)
+    alpha, tie = design_alpha(theta, sigma, tau)
+    target = expected_strengths(theta, sigma, tau)
+    return Model(theta - theta.mean(), sigma, tau, target, alpha, tie, floor)
+
+
+# ---------------------------------------------------------------- simulated studies
+
+
+@dataclass
+class Studies:
+    """Simulated studies: per study, scenario and pair (i < j, np.triu_indices order) the votes
+    for the low companion (`a_votes`), the ties and the votes cast (`games`, 0: not shown)."""
+
+    a_votes: np.ndarray  # R × S × K
+    ties: np.ndarray  # R × S × K
+    games: np.ndarray  # R × S × K
+    n_companions: int
+
+    @property
+    def wins(self) -> np.ndarray:
+        return self.a_votes + 0.5 * self.ties
+
+    def votes(self, study: int):
+        """One study's votes as rows (scenario, a, b, outcome for a: 1, ½, 0), the input of
+        the release's estimator."""
+        low, high = np.triu_indices(self.n_companions, 1)
+        a_votes, ties = self.a_votes[study], self.ties[study]
+        counts = np.stack([a_votes, ties, self.games[study] - a_votes - ties], axis=-1)
+        counts = counts.reshape(-1).astype(int)
+        cells = np.repeat(np.arange(a_votes.size), 3)
+        take = np.repeat(cells, counts)
+        scenario, pair = np.divmod(take, a_votes.shape[1])
+        outcome = np.repeat(np.tile([1.0, 0.5, 0.0], a_votes.size), counts)
+        return scenario, low[pair], high[pair], outcome
+
+
+def simulate(model: Model, setting: Setting, n_scenarios: int, n_studies: int, rng) -> Studies:
+    """n_studies independent studies of n_scenarios scenarios each, every comparison with k
+    votes (ties and all), responses with their shared quality effects."""
+    n, k = setting.n_companions, setting.overlap
+    low, high = np.triu_indices(n, 1)
+    shape = (n_studies, n_scenarios)
+    effects = rng.normal(0.0, model.sigma, size=(*shape, n))
+    d = (model.theta[low] - model.theta[high]) + effects[..., low] - effects[..., high]
+    p_a, p_t, _ = outcome_probabilities(d, model.tau)
+    shown = _shown_pairs(setting, shape, len(low), rng)
+    games = np.where(shown, k, 0)
+    a_votes = rng.binomial(games, p_a)
+    rest = p_t / np.maximum(1 - p_a, 1e-300)
+    ties = rng.binomial(games - a_votes, np.clip(rest, 0.0, 1.0))
+    return Studies(a_votes.astype(float), ties.astype(float), games.astype(float), n)
+
+
+def _shown_pairs(setting: Setting, shape, n_pairs: int, rng) -> np.ndarray:
+    """Which pairs each scenario shows: all, or `pairs_per_scenario` drawn without
+    replacement (every pair equally often on average, like the balanced pairing)."""
+    chosen = setting.pairs()
+    if chosen >= n_pairs:
+        return np.ones((*shape, n_pairs), dtype=bool)
+    keys = rng.random((*shape, n_pairs))
+    cut = np.partition(keys, chosen - 1, axis=-1)[..., chosen - 1 : chosen]
+    return keys <= cut
+
+
+# ---------------------------------------------------------------- the inner loop's estimator
+
+
+def sandwich_differences(studies: Studies, start: np.ndarray):
+    """Per study: the Bradley–Terry fit (the release's fit_batch) and the scenario-clustered
+    sandwich standard errors of the adjacent differences θ_{i+1} − θ_i. R × (n − 1) each."""
+    n = studies.n_companions
+    low, high = np.triu_indices(n, 1)
+    pair_wins, pair_games = studies.wins.sum(axis=1), studies.games.sum(axis=1)
+    batch = np.zeros((len(pair_wins), n, n))
+    batch[:, low, high] = pair_wins
+    batch[:, high, low] = pair_games - pair_wins
+    theta = lb.fit_batch(batch, start)
+    incidence = np.zeros((len(low), n))
+    incidence[np.arange(len(low)), low] = 1.0
+    incidence[np.arange(len(low)), high] = -1.0
+    p = expit(theta @ incidence.T)  # R × K
+    scores = (studies.wins - studies.games * p[:, None, :]) @ incidence  # R × S × n
+    meat = np.einsum("rsi,rsj->rij", scores, scores)
+    weight = pair_games * p * (1 - p)
+    hessian = np.einsum("rk,ki,kj->rij", weight, incidence, incidence)
+    bread = np.linalg.pinv(hessian, hermitian=True)
+    cov = bread @ meat @ bread
+    diag = np.einsum("rii->ri", cov)
+    off = cov[:, np.arange(n - 1), np.arange(1, n)]
+    se = np.sqrt(np.maximum(diag[:, 1:] + diag[:, :-1] - 2 * off, 1e-300))
+    return np.diff(theta, axis=1), se
+
+
+def separated(difference: np.ndarray, se: np.ndarray, level: float) -> np.ndarray:
+    """Separated the right way (the truth increases with the index): difference / se > z."""
+    return difference / se > ndtri(0.5 + level / 2)
+
+
+def simulated_power(model, setting, n_scenarios: int, n_studies: int, seed: int) -> np.ndarray:
+    """R × (n − 1) separation indicators of n_studies simulated studies (fast estimator),
+    simulated in chunks of at most CELL_BUDGET cells."""
+    rng = np.random.default_rng(seed)
+    per_study = n_scenarios * (setting.n_companions * (setting.n_companions - 1) // 2)
+    chunk = max(1, CELL_BUDGET // max(per_study, 1))
+    out = []
+    for begin in range(0, n_studies, chunk):
+        studies = simulate(model, setting, n_scenarios, min(chunk, n_studies - begin), rng)
+        out.append(separated(*sandwich_differences(studies, model.target), setting.level))
+    return np.concatenate(out)
+
+
+# ---------------------------------------------------------------- the search
+
+MIN_SCENARIOS = 20  # fewer scenarios make a bootstrap over scenarios unreliable
+SIZES = (0.7, 1.0, 1.4)  # simulated sizes around the large-sample one
+
+
+@dataclass
+class Plan:
+    """The planner's answer."""
+
+    setting: dict
+    n_scenarios: int
+    n_comparisons: int
+    n_votes: int
+    annotator_hours: float
+    planned_power: float  # the corrected curve at n_scenarios (mean over adjacent pairs)
+    pair_power: list  # per adjacent pair, same curve
+    all_separated: float  # simulated share of studies at n_scenarios with every pair separated
+    simulated_power: float  # simulated mean power at n_scenarios (fast estimator)
+    model: dict
+    search: dict = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return lb.json_safe(asdict(self))
+
+
+def unit_information(model: Model, setting: Setting, seed: int = 0) -> np.ndarray:
+    """Per adjacent pair, the variance of its difference times the number of scenarios (the
+    sandwich at the release-scale truth, over a large simulated study)."""
+    n_pairs = setting.n_companions * (setting.n_companions - 1) // 2
+    size = max(2_000, min(40_000, 1_000_000 // n_pairs))
+    studies = simulate(model, setting, size, 1, np.random.default_rng(seed))
+    _, se = sandwich_differences(studies, model.target)
+    return size * se[0] ** 2
+
+
+def curve(a: np.ndarray, n_scenarios, correction: float, level: float) -> np.ndarray:
+    """Per adjacent pair, Φ(c·a·√S − z): the large-sample power, c fitted to simulations."""
+    z = ndtri(0.5 + level / 2)
+    return ndtr(correction * np.multiply.outer(np.sqrt(n_scenarios), a) - z)
+
+
+def _size_for(a: np.ndarray, correction: float, setting: Setting) -> float:
+    """Scenarios (continuous) where the mean power over adjacent pairs reaches the target."""
+
+    def gap(size):
+        return curve(a, size, correction, setting.level).mean() - setting.power
+
+    if gap(1.0) >= 0:
+        return 1.0
+    top = 4.0
+    while gap(top) < 0:
+        top *= 4
+    return brentq(gap, 1.0, top, xtol=1e-3)
+
+
+def _fit_correction(a, sizes, hits, setting: Setting) -> float:
+    """The c of `curve` that makes its power at each simulated size match the simulated
+    share of separated pairs (the binomial likelihood's score equation, by bisection)."""
+    observed = np.array([h.sum() for h in hits], dtype=float)
+    trials = np.array([h.size for h in hits], dtype=float)
+
+    def excess(c):
+        expected = np.array([curve(a, s, c, setting.level).mean() for s in sizes])
+        return (trials * expected).sum() - observed.sum()
+
+    if excess(0.25) >= 0:
+        return 0.25
+    if excess(4.0) <= 0:
+        return 4.0
+    return brentq(excess, 0.25, 4.0, xtol=1e-5)
+
+
+def plan(setting: Setting, seed: int = 0, studies: int = STUDIES, progress=None) -> Plan:
+    """The number of scenarios, comparisons, votes and annotator-hours for the setting."""
+    model = fit_model(setting)
+    delta = np.diff(model.target)
+    a = delta / np.sqrt(unit_information(model, setting, seed))
+    first = max(MIN_SCENARIOS, math.ceil(_size_for(a, 1.0, setting)))
+    pairs = setting.pairs()
+    if first * pairs > MAX_COMPARISONS:
+        raise PlanError(
+            f"About {first * pairs:,} comparisons would be needed, more than the planner "
+            f"simulates ({MAX_COMPARISONS:,}): a larger difference, higher agreement or more "
+            "annotators per comparison would need fewer."
+        )
+    sizes = sorted({max(MIN_SCENARIOS // 2, round(first * f)) for f in SIZES})
+    hits = []
+    for step, size in enumerate(sizes):
+        hits.append(simulated_power(model, setting, size, studies, seed + 1 + step))
+        if progress:
+            progress(step + 1, len(sizes) + 1)
+    correction = _fit_correction(a, sizes, hits, setting)
+    chosen = max(MIN_SCENARIOS, math.ceil(_size_for(a, correction, setting)))
+    check = simulated_power(model, setting, chosen, studies, seed + 1 + len(sizes))
+    if progress:
+        progress(len(sizes) + 1, len(sizes) + 1)
+    pair_power = curve(a, chosen, correction, setting.level)
+    comparisons = chosen * pairs
+    return Plan(
+        setting=asdict(setting),
+        n_scenarios=chosen,
+        n_comparisons=comparisons,
+        n_votes=comparisons * setting.overlap,
+        annotator_hours=comparisons * setting.overlap * setting.seconds_per_item / 3600,
+        planned_power=float(pair_power.mean()),
+        pair_power=pair_power.tolist(),
+        all_separated=float(check.all(axis=1).mean()),
+        simulated_power=float(check.mean()),
+        model=_model_dict(model),
+        search={
+            "studies_per_size": studies,
+            "sizes": sizes,
+            "simulated_power": [float(h.mean()) for h in hits],
+            "large_sample_scenarios": first,
+            "correction": correction,
+        },
+    )
+
+
+def _model_dict(model: Model) -> dict:
+    return {
+        "sigma": model.sigma,
+        "tau": model.tau,
+        "alpha": model.alpha,
+        "alpha_floor": model.alpha_floor,
+        "tie_rate": model.tie_rate,
+        "latent_step": float(np.diff(model.theta).mean()),
+        "adjacent_elo": (bt.ELO_SCALE * np.diff(model.target)).tolist(),
+    }
+
+
+# ---------------------------------------------------------------- checking a plan
+
+
+def release_strengths(scenario, a, b, outcome, n_models, n_boot=N_BOOT, level=LEVEL, seed=0):
+    """The release's human Bradley–Terry with the bootstrap that resamples scenarios (every
+    vote of a drawn scenario comes with it): votes as fractional outcomes per scenario cell."""
+    return lb.scenario_strengths(scenario, a, b, outcome, n_models, n_boot, level, seed)
+
+
+def realised_power(
+    setting: Setting, n_scenarios: int, n_studies: int, seed: int, n_boot: int = N_BOOT
+) -> np.ndarray:
+    """R × (n − 1): whether each adjacent pair came out separated the right way in studies
+    simulated afresh (seed) and estimated by the release's own estimator."""
+    model = fit_model(setting)
+    rng = np.random.default_rng(seed)
+    n = setting.n_companions
+    out = np.zeros((n_studies, n - 1), dtype=bool)
+    for study in range(n_studies):
+        votes = simulate(model, setting, n_scenarios, 1, rng).votes(0)
+        strengths = release_strengths(*votes, n, n_boot, setting.level, seed + study)
+        out[study] = strengths.significant[np.arange(1, n), np.arange(n - 1)] == 1
+    return out
+
+
+# ---------------------------------------------------------------- a running campaign
+
+
+def separation_status(
+    scenario,
+    a,
+    b,
+    outcome,
+    n_models: int,
+    min_elo: float,
+    power: float = 0.8,
+    level: float = LEVEL,
+    n_boot: int = N_BOOT,
+    seed: int = 0,
+) -> dict:
+    """How many adjacent pairs (in the current Elo order) the release's rule separates, and
+    about how many more votes would separate the rest.
+
+    The estimate: a pair's interval half-width shrinks as 1/√votes when more votes come in
+    the same design (new scenarios with the same pairing, so the clustering stays what it
+    is); the pair needs its difference D = max(|current difference|, min_elo) to reach
+    (z_level + z_power) standard errors, its standard error read off its bootstrap interval.
+    The votes still needed are those of the pair that needs the most."""
+    strengths = release_strengths(scenario, a, b, outcome, n_models, n_boot, level, seed)
+    order = sorted(range(n_models), key=lambda i: (-strengths.elo[i], i))
+    z = ndtri(0.5 + level / 2)
+    votes = len(np.asarray(outcome))
+    pairs = []
+    for better, worse in itertools.pairwise(order):
+        low, high = strengths.diff_low[better, worse], strengths.diff_high[better, worse]
+        difference = strengths.elo[better] - strengths.elo[worse]
+        pair = {"better": better, "worse": worse, "difference": difference, "low": low}
+        pair.update(high=high, separated=bool(strengths.significant[better, worse] != 0))
+        se = max((high - low) / (2 * z), 1e-9)
+        factor = ((z + ndtri(power)) * se / max(abs(difference), min_elo)) ** 2
+        # 0 for a separated pair, and for one whose interval is already narrow enough that a
+        # difference of min_elo would show (what is left is a difference below min_elo).
+        pair["more_votes"] = 0 if pair["separated"] else max(0, math.ceil(votes * (factor - 1)))
+        pairs.append(pair)
+    more = max((p["more_votes"] for p in pairs), default=0)
+    return lb.json_safe(
+        {
+            "votes": votes,
+            "adjacent": pairs,
+            "n_adjacent": len(pairs),
+            "n_separated": sum(p["separated"] for p in pairs),
+            "more_votes": more,
+            "min_elo": min_elo,
+            "power": power,
+            "level": level,
+            "n_boot": n_boot,
+        }
+    )
