@@ -47,7 +47,7 @@ def _frame(studies: pl.Studies) -> pd.DataFrame:
 )
 def test_simulated_votes_have_the_entered_agreement_tie_rate_and_difference(setting):
     model = pl.fit_model(setting)
-    studies = pl.simulate(model, setting, 1_500, 1, np.random.default_rng(5))
+    studies = pl.draw_studies(model, setting, 1_500, 1, np.random.default_rng(5))
     frame = _frame(studies)
     alpha = label_agreement(frame, labels=["winner3"], n_boot=1).loc["winner3", "alpha"]
     assert alpha == pytest.approx(setting.alpha, abs=0.025)
@@ -71,7 +71,7 @@ def test_the_fast_estimator_takes_the_release_bootstraps_decisions():
     within 6 points."""
     setting = pl.Setting(4, overlap=3, min_elo=70, alpha=0.4)
     model = pl.fit_model(setting)
-    studies = pl.simulate(model, setting, 90, 60, np.random.default_rng(8))
+    studies = pl.draw_studies(model, setting, 90, 60, np.random.default_rng(8))
     fast = pl.separated(*pl.sandwich_differences(studies, model.target), setting.level)
     full = np.zeros_like(fast)
     for r in range(60):
@@ -120,7 +120,7 @@ def test_vote_level_intervals_are_too_narrow_under_clustering():
     bootstrap's (which the planner simulates)."""
     setting = pl.Setting(4, overlap=3, min_elo=70, alpha=0.5)
     model = pl.fit_model(setting)
-    votes = pl.simulate(model, setting, 150, 1, np.random.default_rng(2)).votes(0)
+    votes = pl.draw_studies(model, setting, 150, 1, np.random.default_rng(2)).votes(0)
     scenario = pl.release_strengths(*votes, 4, 500, 0.95, 1)
     vote = lb.vote_strengths(*votes[1:], 4, n_boot=500, seed=1)
     width = lambda s: (s.diff_high - s.diff_low)[[1, 2, 3], [0, 1, 2]].mean()  # noqa: E731
@@ -130,7 +130,9 @@ def test_vote_level_intervals_are_too_narrow_under_clustering():
 def test_status_counts_separated_pairs_and_does_not_depend_on_numbering():
     setting = pl.Setting(5, overlap=3, min_elo=60, alpha=0.3)
     model = pl.fit_model(setting)
-    scenario, a, b, outcome = pl.simulate(model, setting, 60, 1, np.random.default_rng(1)).votes(0)
+    scenario, a, b, outcome = pl.draw_studies(
+        model, setting, 60, 1, np.random.default_rng(1)
+    ).votes(0)
     status = pl.separation_status(scenario, a, b, outcome, 5, 60, n_boot=300, seed=2)
     assert status["n_adjacent"] == 4
     assert status["votes"] == len(outcome)
@@ -153,7 +155,7 @@ def test_status_counts_separated_pairs_and_does_not_depend_on_numbering():
 def test_status_needs_no_votes_once_every_pair_is_separated():
     setting = pl.Setting(3, overlap=3, min_elo=200, alpha=0.7)
     model = pl.fit_model(setting)
-    votes = pl.simulate(model, setting, 400, 1, np.random.default_rng(4)).votes(0)
+    votes = pl.draw_studies(model, setting, 400, 1, np.random.default_rng(4)).votes(0)
     status = pl.separation_status(*votes, 3, 200, n_boot=300)
     assert status["n_separated"] == 2 and status["more_votes"] == 0
     for pair in status["adjacent"]:

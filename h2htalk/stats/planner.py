@@ -178,7 +178,8 @@ def _noise_for(theta, alpha: float, tie_rate: float) -> tuple[float, float, floa
     if alpha <= floor:
         raise PlanError(
             f"An agreement α of {alpha:.2f} is below what the companions' differences alone "
-            f"give ({floor:.2f}: every vote independent): enter at least that."
+            f"give ({floor:.2f} with every vote independent, for companions this far apart): "
+            "enter a higher α, a smaller Elo difference or fewer companions."
         )
     if gap(SIGMA_MAX) < 0:
         raise PlanError(f"An agreement α of {alpha:.2f} is more than this model reaches.")
@@ -248,7 +249,7 @@ class Studies:
         return scenario, low[pair], high[pair], outcome
 
 
-def simulate(model: Model, setting: Setting, n_scenarios: int, n_studies: int, rng) -> Studies:
+def draw_studies(model: Model, setting: Setting, n_scenarios: int, n_studies: int, rng) -> Studies:
     """n_studies independent studies of n_scenarios scenarios each, every comparison with k
     votes (ties and all), responses with their shared quality effects."""
     n, k = setting.n_companions, setting.overlap
@@ -310,7 +311,7 @@ def separated(difference: np.ndarray, se: np.ndarray, level: float) -> np.ndarra
     return difference / se > ndtri(0.5 + level / 2)
 
 
-def simulated_power(model, setting, n_scenarios: int, n_studies: int, seed: int) -> np.ndarray:
+def power_at(model, setting, n_scenarios: int, n_studies: int, seed: int) -> np.ndarray:
     """R × (n − 1) separation indicators of n_studies simulated studies (fast estimator),
     simulated in chunks of at most CELL_BUDGET cells."""
     rng = np.random.default_rng(seed)
@@ -318,7 +319,7 @@ def simulated_power(model, setting, n_scenarios: int, n_studies: int, seed: int)
     chunk = max(1, CELL_BUDGET // max(per_study, 1))
     out = []
     for begin in range(0, n_studies, chunk):
-        studies = simulate(model, setting, n_scenarios, min(chunk, n_studies - begin), rng)
+        studies = draw_studies(model, setting, n_scenarios, min(chunk, n_studies - begin), rng)
         out.append(separated(*sandwich_differences(studies, model.target), setting.level))
     return np.concatenate(out)
 
@@ -354,7 +355,7 @@ def unit_information(model: Model, setting: Setting, seed: int = 0) -> np.ndarra
     sandwich at the release-scale truth, over a large simulated study)."""
     n_pairs = setting.n_companions * (setting.n_companions - 1) // 2
     size = max(2_000, min(40_000, 1_000_000 // n_pairs))
-    studies = simulate(model, setting, size, 1, np.random.default_rng(seed))
+    studies = draw_studies(model, setting, size, 1, np.random.default_rng(seed))
     _, se = sandwich_differences(studies, model.target)
     return size * se[0] ** 2
 
@@ -412,12 +413,12 @@ def plan(setting: Setting, seed: int = 0, studies: int = STUDIES, progress=None)
     sizes = sorted({max(MIN_SCENARIOS // 2, round(first * f)) for f in SIZES})
     hits = []
     for step, size in enumerate(sizes):
-        hits.append(simulated_power(model, setting, size, studies, seed + 1 + step))
+        hits.append(power_at(model, setting, size, studies, seed + 1 + step))
         if progress:
             progress(step + 1, len(sizes) + 1)
     correction = _fit_correction(a, sizes, hits, setting)
     chosen = max(MIN_SCENARIOS, math.ceil(_size_for(a, correction, setting)))
-    check = simulated_power(model, setting, chosen, studies, seed + 1 + len(sizes))
+    check = power_at(model, setting, chosen, studies, seed + 1 + len(sizes))
     if progress:
         progress(len(sizes) + 1, len(sizes) + 1)
     pair_power = curve(a, chosen, correction, setting.level)
@@ -460,8 +461,11 @@ def _model_dict(model: Model) -> dict:
 
 def release_strengths(scenario, a, b, outcome, n_models, n_boot=N_BOOT, level=LEVEL, seed=0):
     """The release's human Bradley–Terry with the bootstrap that resamples scenarios (every
-    vote of a drawn scenario comes with it): votes as fractional outcomes per scenario cell."""
-    return lb.scenario_strengths(scenario, a, b, outcome, n_models, n_boot, level, seed)
+    vote of a drawn scenario comes with it): leaderboard.vote_scenario_strengths where the
+    release has it (tracker issue 21, point 2), else the same estimator from its parts
+    (scenario_strengths: votes summed per scenario cell, cell_strengths' bootstrap)."""
+    estimator = getattr(lb, "vote_scenario_strengths", None) or lb.scenario_strengths
+    return estimator(scenario, a, b, outcome, n_models, n_boot, level, seed)
 
 
 def realised_power(
@@ -474,7 +478,7 @@ def realised_power(
     n = setting.n_companions
     out = np.zeros((n_studies, n - 1), dtype=bool)
     for study in range(n_studies):
-        votes = simulate(model, setting, n_scenarios, 1, rng).votes(0)
+        votes = draw_studies(model, setting, n_scenarios, 1, rng).votes(0)
         strengths = release_strengths(*votes, n, n_boot, setting.level, seed + study)
         out[study] = strengths.significant[np.arange(1, n), np.arange(n - 1)] == 1
     return out
