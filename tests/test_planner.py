@@ -20,6 +20,7 @@ import pytest
 from h2htalk.stats import bradley_terry as bt
 from h2htalk.stats import leaderboard as lb
 from h2htalk.stats import planner as pl
+from h2htalk.stats import vote_model as vm
 from h2htalk.stats.agreement.reliability import label_agreement
 
 SETTINGS = {
@@ -58,6 +59,31 @@ def test_simulated_votes_have_the_entered_agreement_tie_rate_and_difference(sett
     wins[high, low] = studies.games[0].sum(axis=0) - studies.wins[0].sum(axis=0)
     adjacent = bt.ELO_SCALE * np.diff(bt.fit(wins))
     assert adjacent.mean() == pytest.approx(setting.min_elo, rel=0.12)
+
+
+def test_an_earlier_campaigns_response_effects_are_recovered_apart_from_its_spread():
+    """Exact: σ and τ give uneven companions an α and a tie rate; from their release-scale
+    strengths, α and ties, noise_from_strengths finds σ and τ again. Simulated: the same
+    from a campaign's votes, α by the platform's agreement code and a Bradley–Terry fit."""
+    theta, sigma, tau = np.array([0.0, 0.3, 1.2, 1.4]), 1.0, 0.5
+    target = vm.expected_strengths(theta, sigma, tau)
+    alpha, tie = vm.design_alpha(theta, sigma, tau)
+    found = vm.noise_from_strengths(target, alpha, tie)
+    assert found[:2] == pytest.approx((sigma, tau), abs=1e-6)
+    setting = pl.Setting(4, overlap=3, min_elo=60, alpha=0.5, sigma=sigma, tau=tau)
+    model = pl.Model(theta - theta.mean(), sigma, tau, target, alpha, tie, 0.0)
+    studies = pl.draw_studies(model, setting, 2_000, 1, np.random.default_rng(9))
+    frame = _frame(studies)
+    measured = label_agreement(frame, labels=["winner3"], n_boot=1).loc["winner3", "alpha"]
+    _scenario, a, b, outcome = studies.votes(0)
+    fitted = bt.fit(bt.aggregate(a, b, outcome, 4).wins())
+    sigma_hat, tau_hat, _ = vm.noise_from_strengths(fitted, measured, (outcome == 0.5).mean())
+    assert sigma_hat == pytest.approx(sigma, abs=0.15) and tau_hat == pytest.approx(tau, abs=0.1)
+    # Carried over to a design of other companions, they are kept and set the new α.
+    planned = pl.fit_model(setting)
+    assert (planned.sigma, planned.tau) == (sigma, tau)
+    assert bt.ELO_SCALE * np.diff(planned.target).min() == pytest.approx(60, abs=1e-4)
+    assert planned.alpha < alpha  # companions 60 Elo apart agree less than these
 
 
 def test_an_agreement_below_what_the_differences_alone_give_is_refused():

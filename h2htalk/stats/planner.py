@@ -28,6 +28,10 @@ The three inputs that set σ, τ and the spacing:
   (π: a comparison's outcome probabilities, π̄ their pooled mirrored mean). α grows with σ;
   its floor (σ = 0) is what the companions' differences alone give.
 - The tie rate: the share of votes that are ties.
+Or σ and τ themselves, from an earlier campaign (vote_model.noise_from_strengths: the σ and τ
+behind its α and ties once its own companions' differences are accounted for — α depends on how
+far apart the companions are, σ and τ describe the task and the rater pool); α and the tie rate
+of the new design are then what they give. The model's functions are in h2htalk.stats.vote_model.
 
 The search. A fast equivalent of the release's bootstrap runs in the inner loop: the
 Bradley–Terry fit of each simulated study with the scenario-clustered sandwich variance
@@ -44,25 +48,28 @@ import math
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
-from numpy.polynomial.hermite_e import hermegauss
 from scipy.optimize import brentq
 from scipy.special import expit, ndtr, ndtri
 
 from . import LEVEL, N_BOOT
 from . import bradley_terry as bt
 from . import leaderboard as lb
+from .vote_model import (
+    SIGMA_MAX,
+    TAU_MAX,
+    PlanError,
+    design_alpha,
+    expected_strengths,
+    noise_for,
+    outcome_probabilities,
+    step_for,
+    tau_for,
+)
 
-NODES, WEIGHTS = hermegauss(48)
-WEIGHTS = WEIGHTS / WEIGHTS.sum()  # E f(Z), Z ~ N(0, 1) ≈ Σ w f(node)
-SIGMA_MAX = 12.0  # largest response-effect sd tried (logits)
 STUDIES = 200  # simulated studies per size in the search
 MAX_COMPARISONS = 500_000  # a plan needing more is reported as out of reach
 CELL_BUDGET = 3_000_000  # studies × scenarios × pairs simulated at once
 DEFAULT_SECONDS = 60.0  # median seconds per item when no earlier campaign says otherwise
-
-
-class PlanError(ValueError):
-    """The inputs describe nothing the model can produce (e.g. an agreement below the floor)."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +85,8 @@ class Setting:
     power: float = 0.8
     level: float = LEVEL
     seconds_per_item: float = DEFAULT_SECONDS
+    sigma: float | None = None  # response-effect sd (logits); given: α is not used
+    tau: float | None = None  # tie threshold; given (with σ): the tie rate is not used
 
     def pairs(self) -> int:
         every = self.n_companions * (self.n_companions - 1) // 2
@@ -97,6 +106,10 @@ class Setting:
             problems.append("a tie rate from 0 to 0.9")
         if not 0.5 <= self.power <= 0.99 or not 0.5 <= self.level <= 0.999:
             problems.append("a power from 0.5 to 0.99 and a level from 0.5 to 0.999")
+        if self.sigma is not None and not 0 <= self.sigma <= SIGMA_MAX:
+            problems.append(f"a response-effect sd σ from 0 to {SIGMA_MAX:g}")
+        if self.tau is not None and not 0 <= self.tau <= TAU_MAX:
+            problems.append(f"a tie threshold τ from 0 to {TAU_MAX:g}")
         if self.pairs_per_scenario is not None and self.pairs_per_scenario < 1:
             problems.append("at least one pair per scenario")
         if problems:
@@ -117,105 +130,32 @@ class Model:
     alpha_floor: float  # α with σ = 0
 
 
-# ---------------------------------------------------------------- the model
-
-
-def outcome_probabilities(d, tau: float):
-    """(P(A), P(tie), P(B)) of one vote given the latent difference d."""
-    p_a, p_b = expit(d - tau), expit(-d - tau)
-    return p_a, 1 - p_a - p_b, p_b
-
-
-def _moments(gaps: np.ndarray, sigma: float, tau: float):
-    """Over every design pair (latent gap) and response effects: mean tie rate, E Σπ², and
-    the expected outcome (ties half) of each gap."""
-    d = gaps[:, None] + math.sqrt(2) * sigma * NODES[None, :]
-    p_a, p_t, p_b = outcome_probabilities(d, tau)
-    tie = float((p_t @ WEIGHTS).mean())
-    agree = float(((p_a**2 + p_t**2 + p_b**2) @ WEIGHTS).mean())
-    expected = (p_a + 0.5 * p_t) @ WEIGHTS
-    return tie, agree, expected
-
-
-def _gaps(theta: np.ndarray) -> np.ndarray:
-    low, high = np.triu_indices(len(theta), 1)
-    return theta[high] - theta[low]
-
-
-def design_alpha(theta: np.ndarray, sigma: float, tau: float) -> tuple[float, float]:
-    """(α, tie rate) of the design: α nominal on A/tie/B with mirrored units, large-sample."""
-    tie, agree, _ = _moments(_gaps(theta), sigma, tau)
-    pooled = tie**2 + 2 * ((1 - tie) / 2) ** 2  # mirrored: P(A) = P(B)
-    return 1 - (1 - agree) / (1 - pooled), tie
-
-
-def expected_strengths(theta: np.ndarray, sigma: float, tau: float) -> np.ndarray:
-    """The Bradley–Terry fit (log-strengths, mean 0) of the design's expected votes: what the
-    release's estimate converges to."""
-    n = len(theta)
-    low, high = np.triu_indices(n, 1)
-    _, _, expected = _moments(theta[low] - theta[high], sigma, tau)
-    wins = np.zeros((n, n))
-    wins[low, high] = 1_000 * expected  # 1,000 games a pair: the ridge does not matter
-    wins[high, low] = 1_000 * (1 - expected)
-    return bt.fit(wins)
-
-
-def _tau_for(theta, sigma: float, tie_rate: float) -> float:
-    if tie_rate <= 0:
-        return 0.0
-    gaps = _gaps(theta)
-    return brentq(lambda t: _moments(gaps, sigma, t)[0] - tie_rate, 0.0, 50.0, xtol=1e-8)
-
-
-def _noise_for(theta, alpha: float, tie_rate: float) -> tuple[float, float, float]:
-    """(σ, τ, α floor) giving the design this α and tie rate."""
-
-    def gap(sigma):
-        return design_alpha(theta, sigma, _tau_for(theta, sigma, tie_rate))[0] - alpha
-
-    floor = gap(0.0) + alpha
-    if alpha <= floor:
-        raise PlanError(
-            f"An agreement α of {alpha:.2f} is below what the companions' differences alone "
-            f"give ({floor:.2f} with every vote independent, for companions this far apart): "
-            "enter a higher α, a smaller Elo difference or fewer companions."
-        )
-    if gap(SIGMA_MAX) < 0:
-        raise PlanError(f"An agreement α of {alpha:.2f} is more than this model reaches.")
-    sigma = brentq(gap, 0.0, SIGMA_MAX, xtol=1e-6)
-    return sigma, _tau_for(theta, sigma, tie_rate), floor
-
-
-def _step_for(n: int, sigma: float, tau: float, min_elo: float) -> float:
-    """The latent spacing whose expected votes put adjacent companions min_elo apart (the
-    smallest adjacent difference of the release-scale fit)."""
-
-    def gap(step):
-        target = expected_strengths(step * np.arange(n), sigma, tau)
-        return bt.ELO_SCALE * np.diff(target).min() - min_elo
-
-    return brentq(gap, 1e-6, 40.0, xtol=1e-9)
-
-
 def fit_model(setting: Setting) -> Model:
     """σ, τ and the spacing that give the setting's δ, α and tie rate (each depends a little
-    on the others: alternate until the spacing settles)."""
+    on the others: alternate until the spacing settles). With σ and τ given (an earlier
+    campaign's, vote_model.noise_from_strengths) only the spacing is solved, and α and the
+    tie rate are what they give this design."""
     setting.check()
     n = setting.n_companions
     step = setting.min_elo / bt.ELO_SCALE
     for _ in range(20):
-        theta = step * np.arange(n)
-        sigma, tau, floor = _noise_for(theta, setting.alpha, setting.tie_rate)
-        new = _step_for(n, sigma, tau, setting.min_elo)
+        sigma, tau, floor = _noise(setting, step * np.arange(n))
+        new = step_for(n, sigma, tau, setting.min_elo)
         if abs(new - step) < 1e-7 * max(1.0, step):
             break
         step = new
     theta = new * np.arange(n)
-    sigma, tau, floor = _noise_for(theta, setting.alpha, setting.tie_rate)
+    sigma, tau, floor = _noise(setting, theta)
     alpha, tie = design_alpha(theta, sigma, tau)
     target = expected_strengths(theta, sigma, tau)
     return Model(theta - theta.mean(), sigma, tau, target, alpha, tie, floor)
+
+
+def _noise(setting: Setting, theta: np.ndarray) -> tuple[float, float, float]:
+    if setting.sigma is None:
+        return noise_for(theta, setting.alpha, setting.tie_rate)
+    tau = tau_for(theta, setting.sigma, setting.tie_rate) if setting.tau is None else setting.tau
+    return setting.sigma, tau, design_alpha(theta, 0.0, tau)[0]
 
 
 # ---------------------------------------------------------------- simulated studies

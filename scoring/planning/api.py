@@ -17,8 +17,8 @@ from scoring.planning.forms import PlanForm
 
 class PlanInputSerializer(StrictSerializer):
     """The planner's inputs; one left out takes the campaign's value (companions, k, pairing),
-    the earlier campaign's (α, ties, seconds per item) when `earlier` is given, or the latest
-    plan's, or the default."""
+    the earlier campaign's (α, ties, seconds per item, and the σ and τ behind its α and ties)
+    when `earlier` is given, or the latest plan's, or the default."""
 
     earlier = serializers.IntegerField(
         required=False, help_text="An earlier campaign's id to take α, ties and time from."
@@ -35,6 +35,14 @@ class PlanInputSerializer(StrictSerializer):
     tie_rate = serializers.FloatField(required=False, help_text="Share of votes that are ties.")
     seconds_per_item = serializers.FloatField(required=False)
     power = serializers.FloatField(required=False, help_text="Default 0.8.")
+    sigma = serializers.FloatField(
+        required=False,
+        allow_null=True,
+        help_text="Response-effect sd (logits); set: replaces alpha. `earlier` fills it in.",
+    )
+    tau = serializers.FloatField(
+        required=False, allow_null=True, help_text="Tie threshold (with sigma; replaces tie_rate)."
+    )
 
 
 class PlanSerializer(serializers.Serializer):

@@ -41,6 +41,24 @@ class PlanForm(forms.Form):
         label=_("Median seconds per item"), min_value=1, max_value=3600
     )
     power = forms.FloatField(label=_("Power"), min_value=0.5, max_value=0.99)
+    sigma = forms.FloatField(
+        label=_("Response-effect sd σ (logits)"),
+        min_value=0,
+        max_value=12,
+        required=False,
+        help_text=_(
+            "Filled in from an earlier campaign (what its α and ties mean once its own "
+            "companions' differences are accounted for). When set, it replaces α above; "
+            "empty: σ is set from α."
+        ),
+    )
+    tau = forms.FloatField(
+        label=_("Tie threshold τ (logits)"),
+        min_value=0,
+        max_value=50,
+        required=False,
+        help_text=_("With σ, from the earlier campaign; replaces the share of ties."),
+    )
 
     def __init__(self, *args, campaign=None, user=None, **kwargs):
         super().__init__(*args, **kwargs)

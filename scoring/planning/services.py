@@ -22,17 +22,18 @@ from scoring.agreement import services as agreement
 KIND = "campaign_plan"
 DEFAULTS = {"min_elo": 50.0, "alpha": 0.3, "tie_rate": 0.15, "power": 0.8}
 DEFAULT_SECONDS = 60.0  # h2htalk.stats.planner.DEFAULT_SECONDS (not imported: no numpy here)
+OBSERVED_DIGITS = (("alpha", 3), ("tie_rate", 3), ("seconds_per_item", 1), ("sigma", 3), ("tau", 3))
 STATUS_VERSION = "s1"
 STATUS_TTL = 7 * 24 * 3600
 INPUTS = ("n_companions", "overlap", "pairs_per_scenario", "min_elo", "alpha", "tie_rate")
-INPUTS += ("seconds_per_item", "power")
+INPUTS += ("seconds_per_item", "power", "sigma", "tau")
 
 
 def design_defaults(campaign: Campaign) -> dict:
     """The planner's inputs as the campaign stands: its companions, k and pairing; the latest
     plan's δ, α, ties, time and power (else the defaults)."""
     every = campaign.pairing in (Campaign.Pairing.ALL_PAIRS, Campaign.Pairing.FIXED)
-    values = {**DEFAULTS, "seconds_per_item": DEFAULT_SECONDS}
+    values = {**DEFAULTS, "seconds_per_item": DEFAULT_SECONDS, "sigma": None, "tau": None}
     latest = latest_plan(campaign)
     if latest is not None:
         values.update({k: v for k, v in latest.params.get("inputs", {}).items() if k in INPUTS})
@@ -65,7 +66,35 @@ def observed(campaign: Campaign) -> dict:
     seconds = visible_time(regular)[0].dropna() / 1000
     out["seconds_per_item"] = float(seconds.median()) if len(seconds) else None
     out["alpha"] = _winner3_alpha(campaign, regular)
+    out.update(_noise(campaign, out))
     return out
+
+
+def _noise(campaign: Campaign, found: dict) -> dict:
+    """The response-effect sd σ and tie threshold τ behind the campaign's α and ties, given how
+    far apart its own companions were (their Bradley–Terry fit on its regular votes): what
+    carries over to a design with other companions (h2htalk.stats.vote_model)."""
+    import numpy as np
+
+    from h2htalk.stats import bradley_terry as bt
+    from h2htalk.stats import vote_model
+
+    out = {"sigma": None, "tau": None, "noise_note": ""}
+    rows = campaign_votes(campaign)
+    if found["alpha"] is None or not rows:
+        return out
+    _scenario, a, b, preference = (np.asarray(column) for column in zip(*rows, strict=True))
+    ids, codes = np.unique(np.concatenate([a, b]), return_inverse=True)
+    outcome = np.where(preference < 0, 1.0, np.where(preference == 0, 0.5, 0.0))
+    wins = bt.aggregate(codes[: len(a)], codes[len(a) :], outcome, len(ids)).wins()
+    try:
+        sigma, tau, _floor = vote_model.noise_from_strengths(
+            bt.fit(wins), found["alpha"], found["tie_rate"]
+        )
+    except vote_model.PlanError as refused:
+        out["noise_note"] = str(refused)
+        return out
+    return {**out, "sigma": sigma, "tau": tau}
 
 
 def _winner3_alpha(campaign: Campaign, regular) -> float | None:
@@ -204,7 +233,7 @@ def form_initial(campaign: Campaign, query, user) -> tuple[dict, dict | None]:
         return initial, None
     found = observed(earlier)
     initial["earlier"] = earlier.pk
-    for key, digits in (("alpha", 3), ("tie_rate", 3), ("seconds_per_item", 1)):
+    for key, digits in OBSERVED_DIGITS:
         if found[key] is not None:
             initial[key] = round(found[key], digits)
     return initial, found
