@@ -1,6 +1,7 @@
 """The power planner, planned vs realised: `python -m bench planner`.
 
-For each setting (few / many companions × low / high agreement) the planner recommends a study
+For each setting (few / many companions × low / high agreement, and one whose response effects
+and tie threshold come from an earlier campaign) the planner recommends a study
 size for 80% power to separate adjacent companions (h2htalk.stats.planner.plan: its own search
 with the fast estimator). Then BENCH_PLANNER_STUDIES (default 400) fresh studies of exactly that
 size are simulated with seeds the search never used and estimated by the release's estimator
@@ -30,6 +31,9 @@ def settings():
             10, overlap=3, min_elo=50, alpha=0.3, pairs_per_scenario=5
         ),
         "10 companions, α 0.60 (high), all pairs": Setting(10, overlap=3, min_elo=50, alpha=0.6),
+        "6 companions, σ 1.0 / τ 0.4 from an earlier campaign, k 2": Setting(
+            6, overlap=2, min_elo=50, sigma=1.0, tau=0.4
+        ),
     }
 
 
