@@ -54,9 +54,10 @@ def test_simulated_votes_have_the_entered_agreement_tie_rate_and_difference(sett
     assert alpha == pytest.approx(setting.alpha, abs=0.025)
     assert (frame["outcome"] == 0.5).mean() == pytest.approx(setting.tie_rate, abs=0.01)
     low, high = np.triu_indices(setting.n_companions, 1)
+    pair_wins, pair_games = studies.pair_totals()
     wins = np.zeros((setting.n_companions,) * 2)
-    wins[low, high] = studies.wins[0].sum(axis=0)
-    wins[high, low] = studies.games[0].sum(axis=0) - studies.wins[0].sum(axis=0)
+    wins[low, high] = pair_wins[0]
+    wins[high, low] = pair_games[0] - pair_wins[0]
     adjacent = bt.ELO_SCALE * np.diff(bt.fit(wins))
     assert adjacent.mean() == pytest.approx(setting.min_elo, rel=0.12)
 

@@ -68,7 +68,9 @@ from .vote_model import (
 
 STUDIES = 200  # simulated studies per size in the search
 MAX_COMPARISONS = 500_000  # a plan needing more is reported as out of reach
-CELL_BUDGET = 3_000_000  # studies × scenarios × pairs simulated at once
+CELL_BUDGET = 3_000_000  # studies × scenarios × shown pairs simulated at once
+SEARCH_CELLS = 6_000_000  # cells simulated per size in the search: fewer studies for big ones
+MIN_STUDIES = 50
 DEFAULT_SECONDS = 60.0  # median seconds per item when no earlier campaign says otherwise
 
 
@@ -163,17 +165,41 @@ def _noise(setting: Setting, theta: np.ndarray) -> tuple[float, float, float]:
 
 @dataclass
 class Studies:
-    """Simulated studies: per study, scenario and pair (i < j, np.triu_indices order) the votes
-    for the low companion (`a_votes`), the ties and the votes cast (`games`, 0: not shown)."""
+    """Simulated studies: per study, scenario and shown comparison the votes for the low
+    companion of its pair (`a_votes`), the ties and the votes cast (`games`); `pair` is the
+    pair's index (i < j, np.triu_indices order), or None when every scenario shows every pair
+    in that order. Only shown comparisons are held: R × S × P arrays, P the pairs a scenario
+    shows (a design of 40 companions and 10 pairs a scenario holds 10 cells a scenario, not
+    780)."""
 
-    a_votes: np.ndarray  # R × S × K
-    ties: np.ndarray  # R × S × K
-    games: np.ndarray  # R × S × K
+    a_votes: np.ndarray  # R × S × P
+    ties: np.ndarray  # R × S × P
+    games: np.ndarray  # R × S × P
     n_companions: int
+    pair: np.ndarray | None = None  # R × S × P
 
     @property
     def wins(self) -> np.ndarray:
         return self.a_votes + 0.5 * self.ties
+
+    def pairs_of(self, study: int) -> np.ndarray:
+        if self.pair is not None:
+            return self.pair[study]
+        return np.broadcast_to(np.arange(self.a_votes.shape[2]), self.a_votes.shape[1:])
+
+    def pair_totals(self) -> tuple[np.ndarray, np.ndarray]:
+        """(wins, games) per study and pair, R × K."""
+        if self.pair is None:
+            return self.wins.sum(axis=1), self.games.sum(axis=1)
+        n_studies, n_pairs = len(self.a_votes), self.n_companions * (self.n_companions - 1) // 2
+        code = (np.arange(n_studies)[:, None, None] * n_pairs + self.pair).ravel()
+        size = n_studies * n_pairs
+
+        def total(values):
+            return np.bincount(code, weights=values.ravel(), minlength=size)
+
+        shape = (n_studies, n_pairs)
+        return total(self.wins).reshape(shape), total(self.games).reshape(shape)
 
     def votes(self, study: int):
         """One study's votes as rows (scenario, a, b, outcome for a: 1, ½, 0), the input of
@@ -184,7 +210,8 @@ class Studies:
         counts = counts.reshape(-1).astype(int)
         cells = np.repeat(np.arange(a_votes.size), 3)
         take = np.repeat(cells, counts)
-        scenario, pair = np.divmod(take, a_votes.shape[1])
+        scenario = take // a_votes.shape[1]
+        pair = self.pairs_of(study).ravel()[take]
         outcome = np.repeat(np.tile([1.0, 0.5, 0.0], a_votes.size), counts)
         return scenario, low[pair], high[pair], outcome
 
@@ -196,25 +223,43 @@ def draw_studies(model: Model, setting: Setting, n_scenarios: int, n_studies: in
     low, high = np.triu_indices(n, 1)
     shape = (n_studies, n_scenarios)
     effects = rng.normal(0.0, model.sigma, size=(*shape, n))
-    d = (model.theta[low] - model.theta[high]) + effects[..., low] - effects[..., high]
+    pair = _shown_pairs(setting, shape, rng)
+    if pair is None:
+        d = (model.theta[low] - model.theta[high]) + effects[..., low] - effects[..., high]
+    else:
+        first, second = low[pair], high[pair]
+        d = model.theta[first] - model.theta[second]
+        d += np.take_along_axis(effects, first, axis=2)
+        d -= np.take_along_axis(effects, second, axis=2)
     p_a, p_t, _ = outcome_probabilities(d, model.tau)
-    shown = _shown_pairs(setting, shape, len(low), rng)
-    games = np.where(shown, k, 0)
-    a_votes = rng.binomial(games, p_a)
-    rest = p_t / np.maximum(1 - p_a, 1e-300)
-    ties = rng.binomial(games - a_votes, np.clip(rest, 0.0, 1.0))
-    return Studies(a_votes.astype(float), ties.astype(float), games.astype(float), n)
+    a_votes, ties = np.zeros(d.shape), np.zeros(d.shape)
+    for _ in range(k):  # one uniform a vote: below P(A) an A, then a tie, else a B
+        u = rng.random(d.shape)
+        a_votes += u < p_a
+        ties += (u >= p_a) & (u < p_a + p_t)
+    games = np.full(d.shape, float(k))
+    return Studies(a_votes, ties, games, n, pair)
 
 
-def _shown_pairs(setting: Setting, shape, n_pairs: int, rng) -> np.ndarray:
-    """Which pairs each scenario shows: all, or `pairs_per_scenario` drawn without
-    replacement (every pair equally often on average, like the balanced pairing)."""
+def _shown_pairs(setting: Setting, shape, rng) -> np.ndarray | None:
+    """Which pairs each scenario shows: all (None), or `pairs_per_scenario` distinct ones
+    drawn uniformly (every pair equally often on average, like the balanced pairing, which
+    also lets a companion's response be in several comparisons of a scenario): a slot that
+    repeats an earlier slot's pair is drawn again, or, for more than half of all pairs, the
+    ones with the smallest random keys."""
+    n_pairs = setting.n_companions * (setting.n_companions - 1) // 2
     chosen = setting.pairs()
     if chosen >= n_pairs:
-        return np.ones((*shape, n_pairs), dtype=bool)
-    keys = rng.random((*shape, n_pairs))
-    cut = np.partition(keys, chosen - 1, axis=-1)[..., chosen - 1 : chosen]
-    return keys <= cut
+        return None
+    if 2 * chosen > n_pairs:
+        return np.argsort(rng.random((*shape, n_pairs)), axis=-1)[..., :chosen]
+    pair = rng.integers(0, n_pairs, size=(*shape, chosen))
+    for slot in range(1, chosen):
+        repeated = (pair[..., :slot] == pair[..., slot : slot + 1]).any(axis=-1)
+        while repeated.any():
+            pair[..., slot][repeated] = rng.integers(0, n_pairs, size=int(repeated.sum()))
+            repeated = (pair[..., :slot] == pair[..., slot : slot + 1]).any(axis=-1)
+    return pair
 
 
 # ---------------------------------------------------------------- the inner loop's estimator
@@ -225,7 +270,7 @@ def sandwich_differences(studies: Studies, start: np.ndarray):
     sandwich standard errors of the adjacent differences θ_{i+1} − θ_i. R × (n − 1) each."""
     n = studies.n_companions
     low, high = np.triu_indices(n, 1)
-    pair_wins, pair_games = studies.wins.sum(axis=1), studies.games.sum(axis=1)
+    pair_wins, pair_games = studies.pair_totals()
     batch = np.zeros((len(pair_wins), n, n))
     batch[:, low, high] = pair_wins
     batch[:, high, low] = pair_games - pair_wins
@@ -234,16 +279,34 @@ def sandwich_differences(studies: Studies, start: np.ndarray):
     incidence[np.arange(len(low)), low] = 1.0
     incidence[np.arange(len(low)), high] = -1.0
     p = expit(theta @ incidence.T)  # R × K
-    scores = (studies.wins - studies.games * p[:, None, :]) @ incidence  # R × S × n
-    meat = np.einsum("rsi,rsj->rij", scores, scores)
+    scores = _scenario_scores(studies, p, low, high)  # R × S × n
+    meat = scores.transpose(0, 2, 1) @ scores
     weight = pair_games * p * (1 - p)
-    hessian = np.einsum("rk,ki,kj->rij", weight, incidence, incidence)
+    hessian = incidence.T @ (weight[:, :, None] * incidence)  # R × n × n
     bread = np.linalg.pinv(hessian, hermitian=True)
     cov = bread @ meat @ bread
     diag = np.einsum("rii->ri", cov)
     off = cov[:, np.arange(n - 1), np.arange(1, n)]
     se = np.sqrt(np.maximum(diag[:, 1:] + diag[:, :-1] - 2 * off, 1e-300))
     return np.diff(theta, axis=1), se
+
+
+def _scenario_scores(studies: Studies, p: np.ndarray, low, high) -> np.ndarray:
+    """Each scenario's score (observed − expected wins, summed per companion), R × S × n."""
+    n_studies, n_scenarios, _ = studies.a_votes.shape
+    n = studies.n_companions
+    if studies.pair is None:
+        incidence = np.zeros((len(low), n))
+        incidence[np.arange(len(low)), low] = 1.0
+        incidence[np.arange(len(low)), high] = -1.0
+        return (studies.wins - studies.games * p[:, None, :]) @ incidence
+    cell_p = np.take_along_axis(p, studies.pair.reshape(n_studies, -1), axis=1)
+    residual = (studies.wins - studies.games * cell_p.reshape(studies.pair.shape)).ravel()
+    base = (np.arange(n_studies * n_scenarios) * n).reshape(n_studies, n_scenarios, 1)
+    size = n_studies * n_scenarios * n
+    scores = np.bincount((base + low[studies.pair]).ravel(), residual, minlength=size)
+    scores -= np.bincount((base + high[studies.pair]).ravel(), residual, minlength=size)
+    return scores.reshape(n_studies, n_scenarios, n)
 
 
 def separated(difference: np.ndarray, se: np.ndarray, level: float) -> np.ndarray:
@@ -255,7 +318,7 @@ def power_at(model, setting, n_scenarios: int, n_studies: int, seed: int) -> np.
     """R × (n − 1) separation indicators of n_studies simulated studies (fast estimator),
     simulated in chunks of at most CELL_BUDGET cells."""
     rng = np.random.default_rng(seed)
-    per_study = n_scenarios * (setting.n_companions * (setting.n_companions - 1) // 2)
+    per_study = n_scenarios * setting.pairs()
     chunk = max(1, CELL_BUDGET // max(per_study, 1))
     out = []
     for begin in range(0, n_studies, chunk):
@@ -293,8 +356,7 @@ class Plan:
 def unit_information(model: Model, setting: Setting, seed: int = 0) -> np.ndarray:
     """Per adjacent pair, the variance of its difference times the number of scenarios (the
     sandwich at the release-scale truth, over a large simulated study)."""
-    n_pairs = setting.n_companions * (setting.n_companions - 1) // 2
-    size = max(2_000, min(40_000, 1_000_000 // n_pairs))
+    size = max(2_000, min(40_000, 1_000_000 // setting.pairs()))
     studies = draw_studies(model, setting, size, 1, np.random.default_rng(seed))
     _, se = sandwich_differences(studies, model.target)
     return size * se[0] ** 2
@@ -337,11 +399,23 @@ def _fit_correction(a, sizes, hits, setting: Setting) -> float:
     return brentq(excess, 0.25, 4.0, xtol=1e-5)
 
 
-def plan(setting: Setting, seed: int = 0, studies: int = STUDIES, progress=None) -> Plan:
-    """The number of scenarios, comparisons, votes and annotator-hours for the setting."""
+@dataclass
+class Start:
+    """The search's start: the fitted model, each adjacent pair's difference over its standard
+    error per √scenario (a), the large-sample size and the work the search will do."""
+
+    model: Model
+    a: np.ndarray
+    first: int
+    studies: int
+    cells: int  # cells the search simulates (studies × scenarios × shown pairs, all sizes)
+
+
+def start(setting: Setting, seed: int = 0, studies: int = STUDIES) -> Start:
+    """The model, the large-sample size and the search's size, in well under a second for
+    most designs (a caller decides from `cells` whether to plan now or in the background)."""
     model = fit_model(setting)
-    delta = np.diff(model.target)
-    a = delta / np.sqrt(unit_information(model, setting, seed))
+    a = np.diff(model.target) / np.sqrt(unit_information(model, setting, seed))
     first = max(MIN_SCENARIOS, math.ceil(_size_for(a, 1.0, setting)))
     pairs = setting.pairs()
     if first * pairs > MAX_COMPARISONS:
@@ -350,6 +424,16 @@ def plan(setting: Setting, seed: int = 0, studies: int = STUDIES, progress=None)
             f"simulates ({MAX_COMPARISONS:,}): a larger difference, higher agreement or more "
             "annotators per comparison would need fewer."
         )
+    studies = min(studies, max(MIN_STUDIES, SEARCH_CELLS // (first * pairs)))
+    cells = studies * pairs * sum(max(MIN_SCENARIOS // 2, round(first * f)) for f in SIZES)
+    return Start(model, a, first, studies, cells + studies * pairs * first)
+
+
+def plan(setting: Setting, seed: int = 0, studies: int = STUDIES, progress=None) -> Plan:
+    """The number of scenarios, comparisons, votes and annotator-hours for the setting."""
+    begun = start(setting, seed, studies)
+    model, a, first, studies = begun.model, begun.a, begun.first, begun.studies
+    pairs = setting.pairs()
     sizes = sorted({max(MIN_SCENARIOS // 2, round(first * f)) for f in SIZES})
     hits = []
     for step, size in enumerate(sizes):

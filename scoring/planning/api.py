@@ -13,6 +13,7 @@ from h2htalk.roles import IsResearcher
 from h2htalk.serializers import ErrorSerializer, form_errors
 from scoring.planning import services
 from scoring.planning.forms import PlanForm
+from scoring.tasks import run_plan
 
 
 class PlanInputSerializer(StrictSerializer):
@@ -49,18 +50,26 @@ class PlanSerializer(serializers.Serializer):
     """A plan: what was asked and the planner's answer (h2htalk.stats.planner.Plan)."""
 
     id = serializers.IntegerField(help_text="The plan's job id.")
+    state = serializers.CharField(
+        help_text="completed; queued or running for a large design (poll GET …/plan/), failed "
+        "with the reason in `summary`."
+    )
     created_at = serializers.DateTimeField()
     inputs = serializers.DictField(source="params.inputs")
     earlier = serializers.IntegerField(source="params.earlier", default=None, allow_null=True)
     result = serializers.DictField(
-        help_text="n_scenarios, n_comparisons, n_votes, annotator_hours, planned_power (mean "
+        help_text="Empty until completed. "
+        "n_scenarios, n_comparisons, n_votes, annotator_hours, planned_power (mean "
         "over adjacent pairs), pair_power, all_separated, simulated_power, model, search."
     )
     summary = serializers.CharField(source="message")
 
 
 class PlanOverviewSerializer(serializers.Serializer):
-    latest = PlanSerializer(allow_null=True, help_text="The latest plan, or null.")
+    latest = PlanSerializer(allow_null=True, help_text="The latest completed plan, or null.")
+    running = PlanSerializer(
+        allow_null=True, help_text="The newest plan when it is queued, running or failed."
+    )
     defaults = serializers.DictField(
         help_text="The inputs a POST without a body would use (the campaign's design, the "
         "latest plan's figures, else the defaults)."
@@ -97,7 +106,11 @@ class PlanStatusSerializer(serializers.Serializer):
     methods=["POST"],
     summary="Plan a campaign's number of comparisons and annotator-hours",
     request=PlanInputSerializer,
-    responses={201: PlanSerializer, 400: OpenApiResponse(ErrorSerializer)},
+    responses={
+        201: PlanSerializer,
+        202: OpenApiResponse(PlanSerializer, description="A large design: planned by a job."),
+        400: OpenApiResponse(ErrorSerializer),
+    },
 )
 @extend_schema(
     methods=["GET"],
@@ -112,6 +125,7 @@ def campaign_plan(request, campaign_id: int):
     campaign = managed_campaign_or_404(request.user, campaign_id)
     if request.method == "GET":
         overview = {"latest": services.latest_plan(campaign)}
+        overview["running"] = services.running_plan(campaign)
         overview["defaults"] = services.design_defaults(campaign)
         return Response(PlanOverviewSerializer(overview).data)
     form = _plan_form(request, campaign)
@@ -119,10 +133,11 @@ def campaign_plan(request, campaign_id: int):
         return form
     data = form.cleaned_data
     try:
-        job = services.make_plan(campaign, data, request.user, data["earlier"])
+        job = services.make_plan(campaign, data, request.user, data["earlier"], task=run_plan)
     except services.PlanRefused as refused:
         return Response({"detail": str(refused)}, status=status.HTTP_400_BAD_REQUEST)
-    return Response(PlanSerializer(job).data, status=status.HTTP_201_CREATED)
+    done = job.state == job.State.COMPLETED
+    return Response(PlanSerializer(job).data, status=201 if done else 202)
 
 
 def _plan_form(request, campaign) -> PlanForm | Response:

@@ -24,6 +24,7 @@ DEFAULTS = {"min_elo": 50.0, "alpha": 0.3, "tie_rate": 0.15, "power": 0.8}
 DEFAULT_SECONDS = 60.0  # h2htalk.stats.planner.DEFAULT_SECONDS (not imported: no numpy here)
 OBSERVED_DIGITS = (("alpha", 3), ("tie_rate", 3), ("seconds_per_item", 1), ("sigma", 3), ("tau", 3))
 STATUS_VERSION = "s1"
+INLINE_CELLS = 20_000_000  # cells a plan in the request may simulate (seconds); more: a job
 STATUS_TTL = 7 * 24 * 3600
 INPUTS = ("n_companions", "overlap", "pairs_per_scenario", "min_elo", "alpha", "tie_rate")
 INPUTS += ("seconds_per_item", "power", "sigma", "tau")
@@ -117,33 +118,60 @@ class PlanRefused(ValueError):
     """The planner cannot model these inputs (its message says why and what to change)."""
 
 
-def make_plan(campaign: Campaign, inputs: dict, user, earlier: Campaign | None = None) -> Job:
-    """Plan now (h2htalk.stats.planner.plan; PlanError for inputs it cannot model) and keep
-    the answer as a completed job of the campaign."""
+def make_plan(campaign: Campaign, inputs: dict, user, earlier: Campaign | None = None, task=None):
+    """Plan (h2htalk.stats.planner.plan; PlanRefused for inputs it cannot model) and keep the
+    answer as a job of the campaign: now, completed, when the search simulates at most
+    INLINE_CELLS cells (seconds); else queued for `task` (scoring.tasks.run_plan, passed in:
+    it imports this module) with its progress, and the page polls it."""
     from h2htalk.stats import planner
 
     values = {k: inputs[k] for k in INPUTS}
-    try:
-        result = planner.plan(planner.Setting(**values), seed=campaign.seed).as_dict()
-    except planner.PlanError as error:
-        raise PlanRefused(str(error)) from error
     params = {"campaign": campaign.pk, "inputs": values}
     if earlier is not None:
         params["earlier"] = earlier.pk
+    try:
+        setting = planner.Setting(**values)
+        begun = planner.start(setting, seed=campaign.seed)
+    except planner.PlanError as error:
+        raise PlanRefused(str(error)) from error
+    if task is not None and begun.cells > INLINE_CELLS:
+        job = Job.objects.create(kind=KIND, created_by=user, params=params)
+        transaction.on_commit(lambda: task.delay(job.pk))
+        return job
+    result = planner.plan(setting, seed=campaign.seed).as_dict()
     now = timezone.now()
-    with transaction.atomic():
-        return Job.objects.create(
-            kind=KIND,
-            state=Job.State.COMPLETED,
-            created_by=user,
-            started_at=now,
-            finished_at=now,
-            done=1,
-            total=1,
-            message=summary_text(result),
-            params=params,
-            result=result,
-        )
+    return Job.objects.create(
+        kind=KIND,
+        state=Job.State.COMPLETED,
+        created_by=user,
+        started_at=now,
+        finished_at=now,
+        done=1,
+        total=1,
+        message=summary_text(result),
+        params=params,
+        result=result,
+    )
+
+
+def compute_plan(job: Job, progress=None) -> dict:
+    """A queued plan's answer (the background task's work)."""
+    from h2htalk.stats import planner
+
+    campaign = Campaign.objects.get(pk=job.params["campaign"])
+    setting = planner.Setting(**job.params["inputs"])
+    try:
+        return planner.plan(setting, seed=campaign.seed, progress=progress).as_dict()
+    except planner.PlanError as error:
+        raise PlanRefused(str(error)) from error
+
+
+def running_plan(campaign: Campaign) -> Job | None:
+    """The campaign's newest plan job when it has not finished, or failed (with its reason)."""
+    newest = Job.objects.filter(kind=KIND, params__campaign=campaign.pk).order_by("-pk").first()
+    if newest is None or newest.state == Job.State.COMPLETED:
+        return None
+    return newest
 
 
 def summary_text(result: dict) -> str:

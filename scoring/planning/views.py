@@ -6,9 +6,11 @@ scoring.planning.services."""
 from django.shortcuts import render
 
 from annotation.access import managed_campaign_or_404
+from h2htalk import jobs
 from h2htalk.roles import RESEARCHER, role_required
 from scoring.planning import services
 from scoring.planning.forms import PlanForm
+from scoring.tasks import run_plan
 
 
 @role_required(RESEARCHER)
@@ -20,13 +22,15 @@ def campaign_plan(request, campaign_id):
         if form.is_valid():
             data, earlier = form.cleaned_data, form.cleaned_data.get("earlier")
             try:
-                services.make_plan(campaign, data, request.user, earlier)
+                services.make_plan(campaign, data, request.user, earlier, task=run_plan)
             except services.PlanRefused as refused:
                 context["error"] = str(refused)
     else:
         initial, context["observed"] = services.form_initial(campaign, request.GET, request.user)
         form = PlanForm(initial=initial, campaign=campaign, user=request.user)
-    context.update(form=form, latest=services.latest_plan(campaign))
+    running = services.running_plan(campaign)
+    context.update(form=form, latest=services.latest_plan(campaign), running=running)
+    context["progress"] = jobs.live_progress(running) if running else None
     template = "planning/_panel.html" if request.htmx else "planning/page.html"
     return render(request, template, context)
 

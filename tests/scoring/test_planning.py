@@ -170,3 +170,27 @@ def test_only_those_who_manage_the_campaign_may_plan(rated, roles, django_user_m
     body = json.dumps({"earlier": rated.pk})
     answer = client.post(_plan_url(draft_of_outsider), body, content_type="application/json")
     assert answer.status_code == 400 and "earlier" in answer.json()
+
+
+def test_a_large_design_is_planned_by_a_job_the_panel_follows(
+    client, draft, monkeypatch, django_capture_on_commit_callbacks
+):
+    monkeypatch.setattr(services, "INLINE_CELLS", 0)  # every design counts as large here
+    api = token_client(draft.owner)
+    body = json.dumps({"min_elo": 80, "alpha": 0.4})
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        answer = api.post(_plan_url(draft), body, content_type="application/json")
+    assert answer.status_code == 202 and answer.json()["state"] == "queued"
+    overview = api.get(_plan_url(draft)).json()
+    assert overview["latest"] is None and overview["running"]["id"] == answer.json()["id"]
+    client.force_login(draft.owner)
+    panel = client.get(reverse("planning:campaign", args=[draft.pk]), **HTMX).content.decode()
+    assert "planning in the background" in panel and 'hx-trigger="every 2s"' in panel
+    for callback in callbacks:
+        callback()  # the worker's turn (eager here)
+    job = Job.objects.get(pk=answer.json()["id"])
+    assert job.state == Job.State.COMPLETED and job.result["n_comparisons"] > 0
+    overview = api.get(_plan_url(draft)).json()
+    assert overview["latest"]["id"] == job.pk and overview["running"] is None
+    panel = client.get(reverse("planning:campaign", args=[draft.pk]), **HTMX).content.decode()
+    assert "Latest plan:" in panel and "every 2s" not in panel
