@@ -11,6 +11,7 @@ from scenarios.api import PersonaViewSet, ScenarioViewSet
 from scenarios.companions.api import CompanionViewSet, GenerationRunViewSet, ResponseViewSet
 from scoring.agreement.api import campaign_agreement
 from scoring.agreement.exclusion_api import campaign_exclusions
+from scoring.planning.api import campaign_plan, campaign_plan_status
 
 
 class APIRootView(routers.APIRootView):
@@ -49,6 +50,12 @@ urlpatterns = [
         "campaigns/<int:campaign_id>/agreement/exclusions/",
         campaign_exclusions,
         name="campaign-agreement-exclusions",
+    ),
+    path("campaigns/<int:campaign_id>/plan/", campaign_plan, name="campaign-plan"),
+    path(
+        "campaigns/<int:campaign_id>/plan/status/",
+        campaign_plan_status,
+        name="campaign-plan-status",
     ),
     path("judges/", include("scoring.judges.api_urls")),
     path("calibration/", include("scoring.calibration.api_urls")),

@@ -45,6 +45,7 @@ urlpatterns = [
     path("rate/", include("annotation.urls")),
     path("campaigns/", include("annotation.campaign_urls")),
     path("scoring/", include("scoring.agreement.urls")),
+    path("planning/", include("scoring.planning.urls")),
     path("judges/", include("scoring.judges.urls")),
     path("calibration/", include("scoring.calibration.urls")),
     path("releases/", include("scoring.releases.urls")),

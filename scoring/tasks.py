@@ -19,6 +19,7 @@ from scoring.judges.imports import JudgeImportFailed, import_verdicts
 from scoring.metrics import jobs as metric_jobs
 from scoring.metrics.catalogue import FeatureError
 from scoring.models import JudgeConfig, JudgeRun, Release
+from scoring.planning import services as planning
 from scoring.releases import service as releases
 
 
@@ -37,6 +38,23 @@ def compute_agreement(job_id: int) -> None:
         raise
     report = agreement.store_report(campaign, data, state)
     jobs.finish(job_id, State.COMPLETED, "agreement computed", {"report": report.pk})
+
+
+@shared_task
+def run_plan(job_id: int) -> None:
+    """A large study-size plan (scoring.planning.services.make_plan queues it)."""
+    job = jobs.start(job_id)
+    try:
+        result = planning.compute_plan(
+            job, progress=lambda done, total: jobs.report_progress(job_id, done, total, "sizes")
+        )
+    except planning.PlanRefused as refused:
+        jobs.finish(job_id, State.FAILED, str(refused))
+        return
+    except Exception as error:
+        jobs.finish(job_id, State.FAILED, f"{type(error).__name__}: {error}")
+        raise
+    jobs.finish(job_id, State.COMPLETED, planning.summary_text(result), result)
 
 
 # ---------------------------------------------------------------- reference metrics
@@ -231,9 +249,11 @@ def queue_release_job(release: Release, user) -> Job:
 runner.register(JudgeRun, run_judge)
 # Kinds h2htalk.sweeper re-runs from the start after a lost worker: the verdict import is atomic
 # and idempotent; agreement, reference metrics (upserts), calibration fits and release numbers
-# (computed from frozen inputs, stored with update_or_create) are recomputations.
+# (computed from frozen inputs, stored with update_or_create) and study-size plans are
+# recomputations.
 jobs.register("agreement", compute_agreement)
 jobs.register("judge_import", run_judge_import)
 jobs.register(metric_jobs.KIND, run_metrics_job)
 jobs.register(fitting.KIND, run_fit_job)
 jobs.register(releases.KIND, run_release_job)
+jobs.register(planning.KIND, run_plan)

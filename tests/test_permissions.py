@@ -125,6 +125,8 @@ EXPECTED = {
     "scoring:agreement": RESEARCH,
     "scoring:agreement_export": RESEARCH,
     "scoring:agreement_exclusions": RESEARCH,
+    "planning:campaign": RESEARCH,
+    "planning:status": RESEARCH,
     "campaign-list": RESEARCH,
     "campaign-detail": RESEARCH,
     "campaign-transition": RESEARCH,
@@ -136,6 +138,8 @@ EXPECTED = {
     "campaign-gold": RESEARCH,
     "campaign-agreement": RESEARCH,
     "campaign-agreement-exclusions": RESEARCH,
+    "campaign-plan": RESEARCH,
+    "campaign-plan-status": RESEARCH,
     # Blind rating, pages and API (annotators of the campaign).
     "annotation:rate": RATING,
     "annotation:submit": RATING,
