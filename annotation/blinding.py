@@ -189,9 +189,14 @@ def item_payload(assignment: Assignment, names: list[str]) -> dict:
 
 
 def campaign_texts(campaign: Campaign, names: list[str]) -> dict:
-    """The campaign's researcher-written texts (guidelines as Markdown source), names hidden."""
+    """The campaign's researcher-written texts (guidelines as Markdown source, the labels of
+    its reason checklist), names hidden."""
     return {
         "name": blind_text(campaign.name, names),
         "description": blind_text(campaign.description, names),
         "guidelines": blind_text(campaign.guidelines, names),
+        "reasons": [
+            {"key": reason["key"], "label": blind_text(reason["label"], names)}
+            for reason in campaign.reason_choices or []
+        ],
     }
