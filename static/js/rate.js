@@ -73,7 +73,7 @@
   document.addEventListener("click", (event) => {
     if (!event.target.closest("[data-submit]") || answered()) return;
     event.preventDefault();
-    hint(message("choose"));
+    hint("Choose a preference first (keys 1–5).");
   });
   document.addEventListener("submit", writeClock, true); // before htmx reads the form
   document.addEventListener("htmx:confirm", writeClock);
@@ -85,7 +85,7 @@
       // aria-disabled, not disabled: a click still arrives and is answered with the alert.
       const waiting = !answered();
       submit.setAttribute("aria-disabled", String(waiting));
-      submit.title = waiting ? message("choose") : "";
+      submit.title = waiting ? "Choose a preference first (keys 1–5)" : "";
     }
     // Reasons say why the preferred response is better: only with a preference for one.
     const preferred = chosenPreference() && chosenPreference().value !== "0" && !unacceptable();
@@ -224,7 +224,7 @@
       if (!chosenReason()) return hint("Choose a reason first (1–5).");
       return skipButton().click();
     }
-    if (!answered()) return hint(message("choose"));
+    if (!answered()) return hint("Choose a preference first (keys 1–5).");
     submitButton().click();
   }
   function toggleDetails(details) {
