@@ -16,6 +16,7 @@ from collections.abc import Mapping
 
 from django.db import transaction
 from django.utils.decorators import method_decorator
+from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -292,7 +293,7 @@ class RatingSubmitSerializer(StrictSerializer):
         unacceptable, preference = data.get("both_unacceptable"), data.get("preference")
         if preference is None and not unacceptable:
             raise serializers.ValidationError(
-                {"preference": ["A preference is required unless both_unacceptable is true."]}
+                {"preference": [_("A preference is required unless both_unacceptable is true.")]}
             )
         return data
 
