@@ -195,8 +195,13 @@ def campaign_texts(campaign: Campaign, names: list[str]) -> dict:
         "name": blind_text(campaign.name, names),
         "description": blind_text(campaign.description, names),
         "guidelines": blind_text(campaign.guidelines, names),
-        "reasons": [
-            {"key": reason["key"], "label": blind_text(reason["label"], names)}
-            for reason in campaign.reason_choices or []
-        ],
+        "reasons": blind_reasons(campaign, names),
     }
+
+
+def blind_reasons(campaign: Campaign, names: list[str]) -> list[dict]:
+    """The campaign's reason checklist, [{"key", "label"}], names hidden in the labels."""
+    return [
+        {"key": reason["key"], "label": blind_text(reason["label"], names)}
+        for reason in campaign.reason_choices or []
+    ]

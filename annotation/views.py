@@ -25,7 +25,7 @@ from h2htalk.roles import ANNOTATOR, role_required
 
 from . import queue
 from .access import rating_campaign_or_404, rating_campaigns
-from .blinding import blind_names, campaign_texts, item_payload
+from .blinding import blind_names, blind_reasons, campaign_texts, item_payload
 from .campaigns import progress_percent
 from .forms import RatingForm, SkipForm
 from .markdown import render_markdown
@@ -53,7 +53,7 @@ def _campaign_context(user, campaign: Campaign, names: list[str], on_screen: boo
 
 def campaign_rating_form(campaign: Campaign, names: list[str], data=None, **kwargs) -> RatingForm:
     """The rating form of this campaign: its reasons (names hidden) and confidence."""
-    reasons = campaign_texts(campaign, names)["reasons"]
+    reasons = blind_reasons(campaign, names)
     return RatingForm(data, campaign=campaign, reasons=reasons, **kwargs)
 
 
