@@ -46,6 +46,8 @@ def parse_reasons(entries) -> list[dict]:
     DetailError when there are too many, a label is too long or two keys are equal."""
     if isinstance(entries, str):
         entries = entries.splitlines()
+    if not isinstance(entries, list | tuple):
+        raise DetailError(_("Reasons are a list of labels (or of {key, label})."))
     choices = []
     for entry in entries:
         if isinstance(entry, dict):

@@ -57,6 +57,9 @@ def test_reason_keys_are_made_from_labels_in_any_script_and_must_differ():
         parse_reasons(["Safer", "safer!"])
     with pytest.raises(DetailError):
         parse_reasons([f"reason {n}" for n in range(10)])
+    for wrong in (True, 3, {"key": "a"}, None):
+        with pytest.raises(DetailError):
+            parse_reasons(wrong)
 
 
 def test_clean_details_one_outcome_reasons_of_the_preferred_and_confidence(campaign):
