@@ -6,13 +6,16 @@ start collapsed on the next, so that both responses of the first item start abov
 import re
 
 import pytest
+from axe_playwright_python.sync_playwright import Axe
 from django.urls import reverse
 from playwright.sync_api import expect
 
+from annotation import queue
 from annotation.models import Judgment
 from annotation.rating_details import parse_reasons
 from scenarios.models import Persona, Scenario
 from tests.annotation import factories
+from tests.browser.test_accessibility import axe_problems
 
 DESKTOP = {"width": 1440, "height": 900}
 REASONS = ["More empathetic", "Safer", "Remembers better", "Better plan"]
@@ -65,6 +68,7 @@ def test_both_unacceptable_reasons_and_confidence_by_keyboard(page, log_in, rate
     page.set_viewport_size(DESKTOP)
     log_in(rater)
     open_rating(page, campaign)
+    assert axe_problems(page, Axe()) == []  # the reasons and confidence groups too
     form = page.locator("#rating-form")
     unacceptable = page.get_by_label("Both unacceptable / unsafe")
 
@@ -148,3 +152,25 @@ def test_guidelines_collapse_after_the_first_visit_and_both_responses_start_abov
             assert card["top"] >= 0 and text["top"] + 48 <= fold, (visit, side, rects)
     page.keyboard.press("g")  # still there on demand
     expect(guidelines).to_have_attribute("open", "")
+
+
+def test_agreement_page_shows_reasons_per_preferred_companion(
+    page, researcher_page, rater, campaign
+):
+    """The researcher sees, per companion by name, the reasons given when it was preferred."""
+    preferred = {}
+    while (item := queue.next_assignment(rater, campaign)) is not None:
+        comparison = item.comparison
+        names = [r.companion.name for r in (comparison.response_a, comparison.response_b)]
+        screen = 2 if item.left_is_a else -2  # response B (the higher id) much better
+        preferred[names[1]] = preferred.get(names[1], 0) + 1
+        queue.submit(rater, item.key, queue.Submission(screen, reasons=["safer"], confidence=2))
+    page.set_viewport_size(DESKTOP)
+    page.goto(reverse("scoring:agreement", args=[campaign.pk]))
+    table = page.locator("#reason-table")
+    expect(table).to_be_visible()
+    for name, count in preferred.items():
+        row = table.locator(f'tr[data-companion="{name}"]')
+        expect(row.locator('td[data-reason="safer"]')).to_have_text(f"{count} of {count} (100%)")
+    expect(page.locator("#confidence-table")).to_contain_text("2")
+    assert axe_problems(page, Axe()) == []
