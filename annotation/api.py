@@ -73,6 +73,11 @@ class RatingSkipReasonSerializer(serializers.Serializer):
     label = serializers.CharField()
 
 
+class RatingReasonSerializer(serializers.Serializer):
+    key = serializers.CharField()
+    label = serializers.CharField()
+
+
 class RatingCampaignSerializer(serializers.Serializer):
     id = serializers.IntegerField(read_only=True)
     name = serializers.SerializerMethodField()
@@ -84,6 +89,12 @@ class RatingCampaignSerializer(serializers.Serializer):
     progress = serializers.SerializerMethodField()
     dimensions = serializers.SerializerMethodField()
     skip_reasons = serializers.SerializerMethodField()
+    reasons = serializers.SerializerMethodField(
+        help_text="The checklist of why the preferred response is better (submit their keys)."
+    )
+    asks_confidence = serializers.BooleanField(
+        source="ask_confidence", help_text="Whether a submission may carry confidence 1–3."
+    )
 
     def _texts(self, campaign) -> dict:
         cache = self.context.setdefault("campaign_texts", {})
@@ -111,6 +122,10 @@ class RatingCampaignSerializer(serializers.Serializer):
     def get_dimensions(self, campaign) -> list:
         """The optional 1–5 ratings a submission may carry per side."""
         return [{"name": name, "label": label} for name, label in RATING_DIMENSIONS]
+
+    @extend_schema_field(RatingReasonSerializer(many=True))
+    def get_reasons(self, campaign) -> list:
+        return self._texts(campaign)["reasons"]
 
     @extend_schema_field(RatingSkipReasonSerializer(many=True))
     def get_skip_reasons(self, campaign) -> list:
@@ -177,8 +192,15 @@ class RatingJudgmentSerializer(serializers.Serializer):
     """A stored judgment as its annotator gave it (screen terms), with their progress."""
 
     key = serializers.UUIDField()
-    preference = serializers.IntegerField(help_text="-2..2, negative = left better, 0 = tie")
+    preference = serializers.IntegerField(
+        allow_null=True,
+        help_text="-2..2, negative = left better, 0 = tie; null when both are unacceptable",
+    )
     both_unacceptable = serializers.BooleanField()
+    reasons = serializers.ListField(
+        child=serializers.CharField(), help_text="Keys of the reasons, said of the preferred one."
+    )
+    confidence = serializers.IntegerField(allow_null=True, help_text="1–3, or null")
     ratings = RatingGivenSerializer()
     rationale = serializers.CharField(allow_blank=True)
     created_at = serializers.DateTimeField()
@@ -232,9 +254,27 @@ class RatingSubmitSerializer(StrictSerializer):
     preference = serializers.IntegerField(
         min_value=-2,
         max_value=2,
-        help_text="-2 left much better, -1 left better, 0 tie, 1 right better, 2 right much better",
+        required=False,
+        allow_null=True,
+        help_text="-2 left much better, -1 left better, 0 tie, 1 right better, 2 right much "
+        "better; leave out (or null) with both_unacceptable, its own outcome given instead",
     )
     both_unacceptable = serializers.BooleanField(required=False, default=False)
+    reasons = serializers.ListField(
+        child=serializers.CharField(max_length=40),
+        required=False,
+        default=list,
+        max_length=20,
+        help_text="Keys of the campaign's reasons why the preferred response is better "
+        "(only with a preference for one response).",
+    )
+    confidence = serializers.IntegerField(
+        min_value=1,
+        max_value=3,
+        required=False,
+        allow_null=True,
+        help_text="1 unsure, 2 fairly sure, 3 sure (when the campaign asks_confidence).",
+    )
     ratings = RatingRatingsInputSerializer(
         required=False, help_text="Optional 1–5 ratings per side and dimension."
     )
@@ -249,6 +289,14 @@ class RatingSubmitSerializer(StrictSerializer):
         help_text="Visible time on the item, measured by the front end.",
     )
 
+    def validate(self, data):
+        unacceptable, preference = data.get("both_unacceptable"), data.get("preference")
+        if preference is None and not unacceptable:
+            raise serializers.ValidationError(
+                {"preference": [_("A preference is required unless both_unacceptable is true.")]}
+            )
+        return data
+
     def submission(self) -> queue.Submission:
         data = self.validated_data
         ratings = {
@@ -256,11 +304,13 @@ class RatingSubmitSerializer(StrictSerializer):
             for side, values in (data.get("ratings") or {}).items()
         }
         return queue.Submission(
-            screen_preference=data["preference"],
+            screen_preference=data.get("preference"),
             both_unacceptable=data["both_unacceptable"],
             ratings=ratings,
             rationale=data["rationale"],
             client_time_ms=data.get("client_time_ms"),
+            reasons=data["reasons"],
+            confidence=data.get("confidence"),
         )
 
 
@@ -281,6 +331,8 @@ def _error(message: str, code: int) -> Response:
 def _queue_error(error: queue.QueueError) -> Response:
     if isinstance(error, queue.NotYours):
         return _error(_("No such item."), status.HTTP_404_NOT_FOUND)
+    if isinstance(error, queue.InvalidAnswer):
+        return _error(str(error), status.HTTP_400_BAD_REQUEST)
     return _error(str(error), status.HTTP_409_CONFLICT)
 
 
@@ -298,8 +350,10 @@ def _judgment(user, assignment: Assignment, judgment) -> dict:
     return RatingJudgmentSerializer(
         {
             "key": assignment.key,
-            "preference": judgment.screen_preference,
+            "preference": None if judgment.both_unacceptable else judgment.screen_preference,
             "both_unacceptable": judgment.both_unacceptable,
+            "reasons": list(judgment.reasons or []),
+            "confidence": judgment.confidence,
             "ratings": ratings,
             "rationale": judgment.rationale,
             "created_at": judgment.created_at,

@@ -193,11 +193,21 @@ def item_payload(assignment: Assignment, names: list[str]) -> dict:
 
 def campaign_texts(campaign: Campaign, names: list[str]) -> dict:
     """The campaign's researcher-written texts (guidelines as Markdown source, in the
-    request's language when the campaign has them in it: `guidelines_language`), names hidden."""
+    request's language when the campaign has them in it: `guidelines_language`; the labels of
+    its reason checklist), names hidden."""
     guidelines, language = campaign.guidelines_in(translation.get_language() or "")
     return {
         "name": blind_text(campaign.name, names),
         "description": blind_text(campaign.description, names),
         "guidelines": blind_text(guidelines, names),
         "guidelines_language": language,
+        "reasons": blind_reasons(campaign, names),
     }
+
+
+def blind_reasons(campaign: Campaign, names: list[str]) -> list[dict]:
+    """The campaign's reason checklist, [{"key", "label"}], names hidden in the labels."""
+    return [
+        {"key": reason["key"], "label": blind_text(reason["label"], names)}
+        for reason in campaign.reason_choices or []
+    ]

@@ -237,6 +237,14 @@ class CampaignInputSerializer(StrictSerializer):
     gold_share = serializers.FloatField(required=False, help_text="0–0.5.")
     lease_minutes = serializers.IntegerField(required=False)
     seed = serializers.IntegerField(required=False)
+    reason_choices = serializers.JSONField(
+        required=False,
+        help_text="Reasons why the preferred response is better: a list of labels or of "
+        '{"key", "label"} (keys default to the label as a slug); [] for none.',
+    )
+    ask_confidence = serializers.BooleanField(
+        required=False, help_text="Whether annotators may give confidence 1–3."
+    )
     members = _names("Usernames of other researchers who manage the campaign.")
     annotators = _names("Usernames of annotators who rate in it.")
 

@@ -4,6 +4,7 @@ from django import forms
 from django.contrib.auth import get_user_model
 from django.db.models import QuerySet
 from django.http import QueryDict
+from django.utils.translation import gettext_lazy as _
 
 from h2htalk.formfields import ModelMultipleChoiceField
 from h2htalk.roles import ANNOTATOR, RESEARCHER
@@ -11,6 +12,7 @@ from scenarios.filters import ScenarioFilter
 from scenarios.models import CompanionModel, GenerationRun, Scenario
 
 from .models import Campaign, Judgment
+from .rating_details import MAX_REASONS, DetailError, parse_reasons, reasons_text
 
 DEFAULT_SCENARIO_QUERY = "state=approved"
 # The settings that decide which comparisons exist. Once a judgment exists they are frozen:
@@ -60,6 +62,24 @@ def stored_data(campaign: Campaign) -> dict:
     for name in ("companions", "runs", "members", "annotators"):
         data[name] = list(getattr(campaign, name).values_list("pk", flat=True))
     return data
+
+
+class ReasonsField(forms.CharField):
+    """The reason checklist: one label a line on the page (keys made from the labels), or a
+    list of labels or {"key", "label"} from the API; stored as [{"key", "label"}]."""
+
+    widget = forms.Textarea(attrs={"rows": 4})
+
+    def prepare_value(self, value):
+        return reasons_text(value) if isinstance(value, list) else value
+
+    def to_python(self, value):
+        if isinstance(value, str):
+            value = super().to_python(value)
+        try:
+            return parse_reasons(value or [])
+        except DetailError as error:
+            raise forms.ValidationError(str(error)) from error
 
 
 class CampaignForm(forms.ModelForm):
@@ -115,6 +135,22 @@ class CampaignForm(forms.ModelForm):
     seed = forms.IntegerField(
         min_value=0, max_value=2**31 - 1, initial=0, help_text="Seed for pairing."
     )
+    reason_choices = ReasonsField(
+        label=_("Reasons"),
+        required=False,
+        help_text=_(
+            "The checklist annotators tick to say why the response they prefer is better, one "
+            "per line (at most %(n)d), e.g. “more empathetic”, “safer”, “remembers better”, "
+            "“better plan”. Empty: no reasons asked. Keep a label once judgments use it: its "
+            "key is made from it."
+        )
+        % {"n": MAX_REASONS},
+    )
+    ask_confidence = forms.BooleanField(
+        label=_("Ask for confidence"),
+        required=False,
+        help_text=_("Annotators may say how sure they are: 1 unsure, 2 fairly sure, 3 sure."),
+    )
     members = ModelMultipleChoiceField(
         queryset=None,
         required=False,
@@ -145,6 +181,8 @@ class CampaignForm(forms.ModelForm):
             "gold_share",
             "lease_minutes",
             "seed",
+            "reason_choices",
+            "ask_confidence",
             "members",
             "annotators",
         ]

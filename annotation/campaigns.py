@@ -443,6 +443,8 @@ EXPORT_COLUMNS = [
     "screen_preference",
     "preference",
     "both_unacceptable",
+    "reasons",  # keys of the campaign's reasons, ";"-separated, said of the preferred response
+    "confidence",
     *[f"a_{d}" for d in DIMENSIONS],
     *[f"b_{d}" for d in DIMENSIONS],
     "rationale",
@@ -463,6 +465,8 @@ _EXPORT_FIELDS = {
     "screen_preference": "screen_preference",
     "preference": "preference",
     "both_unacceptable": "both_unacceptable",
+    "reasons": "reasons",
+    "confidence": "confidence",
     "ratings": "ratings",
     "rationale": "rationale",
     "annotator": "annotator__username",
@@ -486,8 +490,9 @@ def _export_row(campaign_name: str, values: dict) -> dict:
         row[key] = values[key]
     for key in ("screen_preference", "preference", "rationale", "annotator"):
         row[key] = values[key]
-    for key in ("time_on_task_ms", "client_time_ms", "gold_preference"):
+    for key in ("time_on_task_ms", "client_time_ms", "gold_preference", "confidence"):
         row[key] = "" if values[key] is None else values[key]
+    row["reasons"] = ";".join(values["reasons"] or [])
     for key in ("both_unacceptable", "is_gold"):
         row[key] = int(values[key])
     for side in ("a", "b"):

@@ -10,6 +10,7 @@ from django.utils.translation import gettext_lazy, pgettext_lazy
 
 from .models import PREFERENCE_CHOICES, RATING_DIMENSIONS
 from .queue import SKIP_REASONS, Submission
+from .rating_details import CONFIDENCE_CHOICES, DetailError, clean_details
 
 SIDES = (("left", "A"), ("right", "B"))
 # The labels the page shows, in its language (models' English labels stay for the data and API).
@@ -56,6 +57,8 @@ class RatingForm(forms.Form):
         [(value, PREFERENCE_LABELS[value]) for value, _ in PREFERENCE_CHOICES],
         gettext_lazy("Choose a preference from A much better to B much better."),
         coerce=int,
+        empty_value=None,
+        required=False,  # not with "both unacceptable" (its own outcome): checked in clean()
     )
     both_unacceptable = forms.BooleanField(
         label=gettext_lazy("Both unacceptable / unsafe"),
@@ -71,8 +74,12 @@ class RatingForm(forms.Form):
     # Visible time measured in the browser; a broken value is dropped, never an error.
     client_time_ms = forms.CharField(required=False, widget=forms.HiddenInput)
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, campaign=None, reasons=(), **kwargs):
+        """`campaign`: the one rated (its reasons and whether it asks for confidence);
+        `reasons`: its reason choices as shown, [{"key", "label"}] with names hidden."""
         super().__init__(*args, **kwargs)
+        self.campaign = campaign
+        self._add_detail_fields(campaign, reasons)
         for side, letter in SIDES:
             for dimension, _label in RATING_DIMENSIONS:
                 aspect = ASPECT_LABELS[dimension]
@@ -86,6 +93,47 @@ class RatingForm(forms.Form):
                     widget=forms.RadioSelect,
                     error_messages={"invalid_choice": _("%s must be 1–5.") % aspect},
                 )
+
+    def _add_detail_fields(self, campaign, reasons) -> None:
+        if reasons:
+            self.fields["reasons"] = forms.MultipleChoiceField(
+                label=_("Why is your preferred response better?"),
+                choices=[(reason["key"], reason["label"]) for reason in reasons],
+                required=False,
+                widget=forms.CheckboxSelectMultiple,
+            )
+        if campaign is not None and campaign.ask_confidence:
+            self.fields["confidence"] = forms.TypedChoiceField(
+                label=_("How sure are you?"),
+                choices=CONFIDENCE_CHOICES,
+                coerce=int,
+                empty_value=None,
+                required=False,
+                widget=forms.RadioSelect,
+            )
+
+    def clean(self):
+        """One outcome: a preference, or "both unacceptable" instead; reasons and confidence
+        as the campaign takes them (`rating_details.clean_details`, as the queue checks)."""
+        data = super().clean()
+        if "preference" in self.errors:
+            return data
+        unacceptable = data.get("both_unacceptable", False)
+        if data.get("preference") is None and not unacceptable:
+            self.add_error("preference", self.fields["preference"].error_messages["required"])
+            return data
+        if self.campaign is not None:
+            try:
+                clean_details(
+                    self.campaign,
+                    data.get("preference"),
+                    unacceptable,
+                    data.get("reasons"),
+                    data.get("confidence"),
+                )
+            except DetailError as error:
+                self.add_error(None, str(error))
+        return data
 
     def clean_client_time_ms(self):
         raw = (self.cleaned_data.get("client_time_ms") or "").strip()
@@ -109,6 +157,17 @@ class RatingForm(forms.Form):
         """The preference radios with their keyboard key (1–5)."""
         return [(str(n), radio) for n, radio in enumerate(self["preference"], start=1)]
 
+    def reason_choices(self):
+        """The reason checkboxes with their key (1–9) within the reasons group."""
+        if "reasons" not in self.fields:
+            return []
+        return [(str(n), box) for n, box in enumerate(self["reasons"], start=1)]
+
+    def confidence_choices(self):
+        if "confidence" not in self.fields:
+            return []
+        return [(str(n), radio) for n, radio in enumerate(self["confidence"], start=1)]
+
     def submission(self) -> Submission:
         data = self.cleaned_data
         ratings = {
@@ -125,6 +184,8 @@ class RatingForm(forms.Form):
             ratings={side: values for side, values in ratings.items() if values},
             rationale=data["rationale"],
             client_time_ms=data["client_time_ms"],
+            reasons=data.get("reasons") or [],
+            confidence=data.get("confidence"),
         )
 
 

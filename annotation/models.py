@@ -13,6 +13,7 @@ import uuid
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
 
 from scenarios.models import CompanionModel, GenerationRun, Response, Scenario
 
@@ -92,6 +93,20 @@ class Campaign(models.Model):
         default=15, help_text="An unanswered item returns to the queue after this long."
     )
     seed = models.PositiveIntegerField(default=0, help_text="Seed for pairing and side draws.")
+    reason_choices = models.JSONField(
+        _("reasons"),
+        default=list,
+        blank=True,
+        help_text=_(
+            'The checklist of why the preferred response is better: [{"key", "label"}] '
+            "(annotation.reasons)."
+        ),
+    )
+    ask_confidence = models.BooleanField(
+        _("ask for confidence"),
+        default=False,
+        help_text=_("Annotators may say how sure they are (1 = unsure … 3 = sure)."),
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     # The queue's counts (annotation.progress), so that progress reads no row per comparison:
     # comparisons with fewer than k judgments = open_base - the tallies' `filled`, counted for
@@ -211,7 +226,24 @@ class Judgment(models.Model):
     preference = models.SmallIntegerField(
         help_text="Keyed by the pair: negative = response A better, positive = response B."
     )
-    both_unacceptable = models.BooleanField(default=False)
+    both_unacceptable = models.BooleanField(
+        default=False,
+        help_text=_(
+            "Its own outcome, given instead of a preference: both preference columns are then "
+            "0, the tie point (annotation.outcomes)."
+        ),
+    )
+    reasons = models.JSONField(
+        default=list,
+        blank=True,
+        help_text=_(
+            "Keys of the campaign's reasons, said of the preferred response (never a side or a "
+            "companion); empty on a tie or when both are unacceptable."
+        ),
+    )
+    confidence = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text=_("1 = unsure, 2 = fairly sure, 3 = sure.")
+    )
     ratings = models.JSONField(
         default=dict,
         blank=True,

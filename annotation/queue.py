@@ -37,6 +37,7 @@ from .candidates import SHUFFLE_KEY_BITS, claim, locked_batch
 from .models import RATING_DIMENSIONS, Assignment, Campaign, Comparison, Judgment
 from .pairing import adaptive_top_up
 from .progress import count_hand_out, count_judgment
+from .rating_details import DetailError, clean_details
 from .rating_reads import rated_assignment
 from .recording import store
 
@@ -60,6 +61,11 @@ class NotYours(QueueError):
 
 class CampaignNotOpen(QueueError):
     """The campaign is paused, closed (or back in draft): nothing is handed out or stored."""
+
+
+class InvalidAnswer(QueueError):
+    """The answer does not fit the campaign (its reasons, confidence, the one outcome); the
+    item stays open to be answered again."""
 
 
 class ItemChanged(QueueError):
@@ -105,11 +111,13 @@ def _not_open(campaign: Campaign, action: str) -> CampaignNotOpen:
 
 @dataclass
 class Submission:
-    screen_preference: int
+    screen_preference: int | None  # None only with both_unacceptable (rating_details)
     both_unacceptable: bool = False
     ratings: dict | None = None  # {"left"|"right": {dimension: 1..5}}
     rationale: str = ""
     client_time_ms: int | None = None
+    reasons: list[str] | None = None  # keys of the campaign's reason_choices
+    confidence: int | None = None  # 1..3, when the campaign asks
 
 
 def _content_changed_since(issued_at) -> Exists:
@@ -289,7 +297,8 @@ def submit(user, key, submission: Submission, item: Assignment | None = None) ->
     scenario says). The judgment records the scenario revision and content hash it was made on.
     `item`: the assignment as `rated_item` read (and locked) it in the caller's transaction.
     """
-    if submission.screen_preference not in (-2, -1, 0, 1, 2):
+    preference, unacceptable = submission.screen_preference, submission.both_unacceptable
+    if preference not in (-2, -1, 0, 1, 2) and not (unacceptable and preference is None):
         raise QueueError(_("Choose a preference from A much better to B much better."))
     if len(submission.rationale) > 5000:
         raise QueueError(_("The rationale is limited to 5,000 characters."))
@@ -314,7 +323,17 @@ def _refused_or_recorded(assignment, user, submission: Submission) -> QueueError
     if assignment.scenario_changed or comparison.scenario.state != Scenario.State.APPROVED:
         _close(assignment, Assignment.State.REJECTED)
         return ItemChanged(str(ITEM_CHANGED))
-    return _record(assignment, comparison, user, submission, timezone.now())
+    try:
+        details = clean_details(
+            comparison.campaign,
+            submission.screen_preference,
+            submission.both_unacceptable,
+            submission.reasons,
+            submission.confidence,
+        )
+    except DetailError as error:  # the item stays open: the annotator corrects and resends
+        return InvalidAnswer(str(error))
+    return _record(assignment, comparison, user, submission, details)
 
 
 def _answerable(user, key, item, action: str) -> tuple[Assignment | None, QueueError | None]:
@@ -342,17 +361,19 @@ def _close(assignment: Assignment, state: str, **fields) -> None:
     assignment.save(update_fields=["state", "finished_at", *fields])
 
 
-def _record(assignment, comparison, user, submission: Submission, now) -> Judgment:
-    """Store the judgment (`recording.store`) and add it to the counts read with the campaign."""
-    campaign = comparison.campaign
+def _record(assignment, comparison, user, submission: Submission, details) -> Judgment:
+    """Store the judgment (`recording.store`) and add it to the counts read with the campaign;
+    `details`: (screen preference, reasons, confidence) from `rating_details.clean_details`."""
+    campaign, now = comparison.campaign, timezone.now()
+    screen, reasons, confidence = details
     judgment = store(
         assignment,
         {
-            "screen_preference": submission.screen_preference,
-            "preference": submission.screen_preference
-            if assignment.left_is_a
-            else -submission.screen_preference,
+            "screen_preference": screen,
+            "preference": screen if assignment.left_is_a else -screen,
             "both_unacceptable": submission.both_unacceptable,
+            "reasons": reasons,
+            "confidence": confidence,
             "ratings": _keyed_ratings(submission.ratings, assignment.left_is_a),
             "rationale": submission.rationale.strip(),
             "time_on_task_ms": int((now - assignment.issued_at).total_seconds() * 1000),

@@ -21,7 +21,7 @@ from .models import AnnotatorTally, Assignment, Judgment
 
 JUDGMENT = ("assignment_id", "comparison_id", "annotator_id", "screen_preference", "preference")
 JUDGMENT += ("both_unacceptable", "ratings", "rationale", "time_on_task_ms", "client_time_ms")
-JUDGMENT += ("scenario_revision", "scenario_hash", "created_at")
+JUDGMENT += ("scenario_revision", "scenario_hash", "reasons", "confidence", "created_at")
 
 _INSERT_JUDGMENT = f"""INSERT INTO annotation_judgment ({", ".join(JUDGMENT)})
     VALUES ({", ".join(["%s"] * len(JUDGMENT))}) RETURNING id"""  # noqa: S608 - names only

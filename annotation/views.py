@@ -27,7 +27,7 @@ from h2htalk.roles import ANNOTATOR, role_required
 
 from . import queue
 from .access import rating_campaign_or_404, rating_campaigns
-from .blinding import blind_names, campaign_texts, item_payload
+from .blinding import blind_names, blind_reasons, campaign_texts, item_payload
 from .campaigns import progress_percent
 from .forms import RatingForm, SkipForm
 from .markdown import render_markdown
@@ -54,10 +54,17 @@ def _campaign_context(user, campaign: Campaign, names: list[str], on_screen: boo
     }
 
 
+def campaign_rating_form(campaign: Campaign, names: list[str], data=None, **kwargs) -> RatingForm:
+    """The rating form of this campaign: its reasons (names hidden) and confidence."""
+    reasons = blind_reasons(campaign, names)
+    return RatingForm(data, campaign=campaign, reasons=reasons, **kwargs)
+
+
 def _item_context(
     assignment: Assignment | None,
     names: list[str],
     *,
+    campaign: Campaign | None = None,
     closed: str = "",
     rating_form: RatingForm | None = None,
     skip_form: SkipForm | None = None,
@@ -72,7 +79,7 @@ def _item_context(
     item.update(item_payload(assignment, names))
     item.update(
         {
-            "rating_form": rating_form or RatingForm(),
+            "rating_form": rating_form or campaign_rating_form(campaign, names),
             "skip_form": skip_form or SkipForm(),
             "skip_open": skip_open,
         }
@@ -85,7 +92,7 @@ def _next_item_context(user, campaign: Campaign, names: list[str], **extra) -> d
         assignment = queue.next_assignment(user, campaign)
     except queue.QueueError as error:
         return _item_context(None, names, closed=str(error), **extra)
-    return _item_context(assignment, names, **extra)
+    return _item_context(assignment, names, campaign=campaign, **extra)
 
 
 def _page_context(request, campaign: Campaign, names: list[str], item: dict) -> dict:
@@ -103,13 +110,24 @@ def _swap(request, campaign: Campaign, names: list[str], item: dict):
 def _full_page(request, campaign: Campaign, names: list[str], item: dict):
     context = _page_context(request, campaign, names, item)
     context["guidelines"] = render_markdown(context["guidelines_source"])
-    context["guidelines_open"] = context["progress"].done_total == 0
+    context["guidelines_open"] = _guidelines_first_visit(request, campaign, context["progress"])
     return render(request, "annotation/rate.html", context)
+
+
+def _guidelines_first_visit(request, campaign: Campaign, progress) -> bool:
+    """Open the guidelines on the annotator's first visit to the campaign's rating page only:
+    afterwards (remembered in their session, and whenever they have judged there) they start
+    collapsed, so both responses of an item start above the fold (G opens them)."""
+    seen = f"guidelines_seen_{campaign.pk}"
+    if not campaign.guidelines or progress.done_total or request.session.get(seen):
+        return False
+    request.session[seen] = True
+    return True
 
 
 def _answer_invalid(request, campaign, names, assignment, **item_kwargs):
     """The same item again with what was entered and why it was refused."""
-    item = _item_context(assignment, names, **item_kwargs)
+    item = _item_context(assignment, names, campaign=campaign, **item_kwargs)
     if request.htmx:
         return _swap(request, campaign, names, item)
     return _full_page(request, campaign, names, item)
@@ -179,17 +197,17 @@ def rate(request, campaign_id):
     return _full_page(request, campaign, names, _next_item_context(request.user, campaign, names))
 
 
-def _submit_forms(data) -> tuple[RatingForm, dict]:
+def _submit_forms(data, campaign, names) -> tuple[RatingForm, dict]:
     """The bound rating form, and both forms to show again should it be refused."""
-    form = RatingForm(data)
+    form = campaign_rating_form(campaign, names, data)
     return form, {"rating_form": form, "skip_form": SkipForm(initial=_skip_initial(data))}
 
 
-def _skip_forms(data) -> tuple[SkipForm, dict]:
+def _skip_forms(data, campaign, names) -> tuple[SkipForm, dict]:
     """The bound skip form, and both forms to show again (skip part open) should it be refused."""
     form = SkipForm(data)
-    again = {"rating_form": RatingForm(initial=_rating_initial(data)), "skip_form": form}
-    return form, {**again, "skip_open": True}
+    rating = campaign_rating_form(campaign, names, initial=_rating_initial(data))
+    return form, {"rating_form": rating, "skip_form": form, "skip_open": True}
 
 
 def _store_submit(user, item, form: RatingForm):
@@ -208,7 +226,7 @@ class _Answer:
     action: str  # "submit" or "skip" (queue.REPLAY_STATE, queue.not_open_message)
     replay_notice: str
     stored_notice: str
-    forms: Callable  # POST data -> (the answer's bound form, item fields to show it again)
+    forms: Callable  # (POST data, campaign, names) -> (bound form, item fields to show again)
     store: Callable  # (user, item from queue.rated_item, valid form) -> stored in the queue
 
 
@@ -240,7 +258,7 @@ def _answer(request, key, answer: _Answer):
         queue.check_open(assignment, campaign, answer.action)
     except queue.CampaignNotOpen as error:
         return _answer_not_open(request, campaign, names, str(error))
-    form, again = answer.forms(request.POST)
+    form, again = answer.forms(request.POST, campaign, names)
     if not form.is_valid():
         if assignment.state == Assignment.State.OPEN:
             again["errors"] = _form_errors(form)
@@ -280,10 +298,12 @@ def skip(request, key):
 def _rating_initial(data) -> dict:
     """What was entered in the rating part, to show again unvalidated (no error messages)."""
     initial = {}
-    for name in RatingForm().fields:
+    for name in [*RatingForm().fields, "confidence"]:
         if name in data:
             initial[name] = data.get(name)
     initial["both_unacceptable"] = data.get("both_unacceptable") in ("on", "true", "1")
+    if "reasons" in data:
+        initial["reasons"] = data.getlist("reasons")
     return initial
 
 

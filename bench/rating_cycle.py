@@ -359,8 +359,8 @@ LIMIT %s
 _JUDGE_SQL = """
 INSERT INTO annotation_judgment (assignment_id, comparison_id, annotator_id, screen_preference,
     preference, both_unacceptable, ratings, rationale, time_on_task_ms, scenario_hash,
-    created_at)
-SELECT a.id, a.comparison_id, a.annotator_id, 1, 1, false, '{}', '', 20000, '', now()
+    reasons, created_at)
+SELECT a.id, a.comparison_id, a.annotator_id, 1, 1, false, '{}', '', 20000, '', '[]', now()
 FROM annotation_assignment a JOIN annotation_comparison c ON c.id = a.comparison_id
 WHERE c.campaign_id = %s
 """

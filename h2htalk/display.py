@@ -55,6 +55,7 @@ def subtask_label(code: str) -> str:
 LABEL_NAMES = {
     "preference5": "5-point preference",
     "winner3": "3-way winner (A / tie / B)",
+    "outcome4": "4-way outcome (A / tie / B / both unacceptable)",
     "screen5": "5-point preference as shown (left / right)",
     "screen3": "3-way winner as shown (left / tie / right)",
 }

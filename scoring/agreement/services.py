@@ -41,12 +41,15 @@ NOTE = (
     "comparison is counted once as its votes and once mirrored (A and B swapped), so α, "
     "Fleiss' κ and percent agreement do not depend on how companions or comparisons are "
     "numbered; 95% percentile bootstrap intervals resample comparisons together with their "
-    "mirrors. Gold items are left out."
+    "mirrors. Gold items are left out. “Both unacceptable” is the tie point of the 5-point "
+    "scale and a tie of A/tie/B; the 4-way outcome (shown when some judgment says both are "
+    "unacceptable) makes it a nominal category of its own."
 )
 
 
-# In the cache key: reports stored by older code are recomputed (r3: mirrored α).
-REPORT_VERSION = "r3"
+# In the cache key: reports stored by older code are recomputed (r3: mirrored α; r4: the
+# 4-way outcome, reasons and confidence).
+REPORT_VERSION = "r4"
 
 
 def judgment_state(campaign: Campaign) -> str:
@@ -82,6 +85,11 @@ def judgments_frame(campaign: Campaign) -> "pd.DataFrame":
         "comparison__scenario__dimension",
         "comparison__scenario__subtask",
         "ratings",
+        "both_unacceptable",
+        "reasons",
+        "confidence",
+        "comparison__response_a__companion__name",
+        "comparison__response_b__companion__name",
     )
     frame = pd.DataFrame.from_records(
         list(rows),
@@ -98,12 +106,18 @@ def judgments_frame(campaign: Campaign) -> "pd.DataFrame":
             "dimension",
             "subtask",
             "ratings",
+            "both_unacceptable",
+            "reasons",
+            "confidence",
+            "companion_a",
+            "companion_b",
         ],
     )
     if frame.empty:
         return frame
     frame["gold_preference"] = frame["gold_preference"].astype(float)
     frame["client_time_ms"] = frame["client_time_ms"].astype(float)
+    frame["confidence"] = frame["confidence"].astype(float)
     # Keyed A = the lower companion id as stored; the statistics mirror every comparison
     # (h2htalk.stats.agreement, "Orientation"), so no re-orientation is needed here.
     return expand_ratings(frame)
@@ -120,8 +134,9 @@ def _alpha_rows(frame: "pd.DataFrame", group: str | None, n_boot: int, seed: int
         if part["comparison"].nunique() < MIN_UNITS_FOR_ALPHA:
             continue
         labels = ["preference5", "winner3"] + (
-            rating_dimension_labels(part) if group is None else []
+            ["outcome4"] if part["both_unacceptable"].any() else []
         )
+        labels += rating_dimension_labels(part) if group is None else []
         table = label_agreement(part, labels=labels, n_boot=n_boot, seed=seed)
         for label, row in table.iterrows():
             rows.append({"group": str(name), "label": label, **row.to_dict()})
@@ -159,6 +174,8 @@ def compute_report(campaign: Campaign, n_boot: int = 1000, seed: int = 0, progre
         "annotators": [],
         "heatmap": {"annotators": [], "share": [], "shared": []},
         "aggregation": None,
+        "reasons": {"labels": [], "companions": []},
+        "confidence": [],
     }
     if everyone.empty:
         return report
@@ -169,6 +186,8 @@ def compute_report(campaign: Campaign, n_boot: int = 1000, seed: int = 0, progre
         ("annotators", lambda: _annotators(everyone, left_out)),
         ("heatmap", lambda: _heatmap(frame)),
         ("aggregation", lambda: _aggregation(frame)),
+        ("reasons", lambda: _reasons(frame, campaign.reason_choices or [])),
+        ("confidence", lambda: _confidence(frame)),
     ]
     for done, (key, step) in enumerate(steps, start=1):
         report[key] = step()
@@ -232,6 +251,50 @@ def _aggregation(frame: "pd.DataFrame") -> dict | None:
         "disagreement": result.disagreement,
         "majority_ties": result.n_majority_ties,
     }
+
+
+def _reasons(frame: "pd.DataFrame", choices: list[dict]) -> dict:
+    """Which reasons go with the preferred response, per companion (de-blinded: researchers
+    only), on the regular judgments: per companion the votes preferring it, how many of them
+    gave a reason, and per reason how many gave it and their share of the votes preferring it."""
+    from h2htalk.stats.agreement.details import reasons_by_companion
+
+    regular = frame[~frame["is_gold"]]
+    keys = [choice["key"] for choice in choices]
+    labels = {choice["key"]: choice["label"] for choice in choices}
+    if regular.empty or not (keys or regular["reasons"].map(bool).any()):
+        return {"labels": [], "companions": []}
+    table = reasons_by_companion(regular, keys)
+    reason_keys = [c for c in table.columns if c not in ("preferred", "with_reasons")]
+    companions = []
+    for name, row in table.iterrows():
+        preferred = int(row["preferred"])
+        companions.append(
+            {
+                "companion": name,
+                "preferred": preferred,
+                "with_reasons": int(row["with_reasons"]),
+                "reasons": [
+                    {"key": key, "count": int(row[key]), "share": row[key] / preferred}
+                    for key in reason_keys
+                ],
+            }
+        )
+    return {
+        "labels": [{"key": key, "label": labels.get(key, key)} for key in reason_keys],
+        "companions": companions,
+    }
+
+
+def _confidence(frame: "pd.DataFrame") -> list[dict]:
+    """Per confidence level: votes, and how often they agree with the others' consensus."""
+    from h2htalk.stats.agreement.details import agreement_by_confidence
+
+    regular = frame[~frame["is_gold"]]
+    if regular.empty or regular["confidence"].isna().all():
+        return []
+    table = agreement_by_confidence(regular)
+    return [{"confidence": int(level), **row.to_dict()} for level, row in table.iterrows()]
 
 
 def annotator_flags(campaign: Campaign) -> list[dict]:

@@ -22,6 +22,16 @@
   const preferenceRadios = () => Array.from(form() ? form().querySelectorAll('input[name="preference"]') : []);
   const chosenPreference = () => preferenceRadios().find((radio) => radio.checked) || null;
   const chosenReason = () => inForm('input[name="skip_reason"]:checked');
+  // "Both unacceptable" is an outcome of its own, given instead of a preference (U, then Enter).
+  const unacceptableBox = () => inForm('input[name="both_unacceptable"]');
+  const unacceptable = () => Boolean(unacceptableBox() && unacceptableBox().checked);
+  const answered = () => Boolean(chosenPreference()) || unacceptable();
+  const reasonBoxes = () => Array.from(form() ? form().querySelectorAll('[data-reasons] input[type="checkbox"]') : []);
+  // The page's own words for the hints below (translated in the template).
+  const message = (name) => {
+    const box = inForm("[data-detail-messages]");
+    return box ? box.dataset[name] || "" : "";
+  };
   const dialog = () => document.getElementById("shortcuts");
 
   // The line under the buttons (role="alert": screen readers announce it). "alert" is for what
@@ -68,7 +78,7 @@
   // Submit without a preference (the button is only aria-disabled, so the click arrives) sends
   // nothing and says why, by the buttons, instead of the browser's bubble on the first radio.
   document.addEventListener("click", (event) => {
-    if (!event.target.closest("[data-submit]") || chosenPreference()) return;
+    if (!event.target.closest("[data-submit]") || answered()) return;
     event.preventDefault();
     hint(CHOOSE_PREFERENCE());
   });
@@ -80,17 +90,25 @@
     const submit = submitButton();
     if (submit) {
       // aria-disabled, not disabled: a click still arrives and is answered with the alert.
-      const waiting = !chosenPreference();
+      const waiting = !answered();
       submit.setAttribute("aria-disabled", String(waiting));
       submit.title = waiting ? gettext("Choose a preference first (keys 1–5)") : "";
     }
+    // Reasons say why the preferred response is better: only with a preference for one.
+    const preferred = chosenPreference() && chosenPreference().value !== "0" && !unacceptable();
+    for (const box of reasonBoxes()) box.disabled = !preferred;
     const skip = skipButton();
     if (skip && !skip.hasAttribute("data-disabled-by-htmx")) skip.disabled = !chosenReason();
   }
   document.addEventListener("change", (event) => {
     if (event.target.closest("[data-rating-form]")) {
+      if (event.target.name === "preference" && unacceptableBox()) unacceptableBox().checked = false;
+      if (event.target.name === "both_unacceptable" && event.target.checked) {
+        for (const radio of preferenceRadios()) radio.checked = false;
+      }
       refresh();
       if (event.target.name === "preference") hint("");
+      if (event.target.name === "both_unacceptable") hint(event.target.checked ? message("unacceptable") : "", "info");
     }
   });
 
@@ -179,6 +197,20 @@
     radio.focus({ preventScroll: true });
     return true;
   }
+  function focusGroup(selector) {
+    const inputs = Array.from(form() ? form().querySelectorAll(`${selector} input`) : []);
+    const input = inputs.find((i) => i.checked && !i.disabled) || inputs.find((i) => !i.disabled);
+    if (input) input.focus({ preventScroll: false });
+    return input;
+  }
+  function toggleReason(digit) {
+    const box = reasonBoxes()[digit - 1];
+    if (!box) return;
+    if (box.disabled) return hint(message("noReasons"));
+    box.checked = !box.checked;
+    box.dispatchEvent(new Event("change", { bubbles: true }));
+    box.focus({ preventScroll: true });
+  }
   function focusReasons() {
     const radio = chosenReason() || inForm('input[name="skip_reason"]');
     if (radio) radio.focus({ preventScroll: true });
@@ -203,7 +235,7 @@
       if (!chosenReason()) return hint(gettext("Choose a reason first (1–5)."));
       return skipButton().click();
     }
-    if (!chosenPreference()) return hint(CHOOSE_PREFERENCE());
+    if (!answered()) return hint(CHOOSE_PREFERENCE());
     submitButton().click();
   }
   function toggleDetails(details) {
@@ -251,6 +283,11 @@
     }
     if (!form()) return; // all done or paused: nothing else to do
 
+    if (/^[1-9]$/.test(key) && target.closest && target.closest("[data-reasons]")) {
+      event.preventDefault();
+      toggleReason(Number(key));
+      return;
+    }
     if (/^[1-5]$/.test(key)) {
       event.preventDefault();
       const digit = Number(key);
@@ -286,13 +323,23 @@
       case "u":
       case "U": {
         event.preventDefault();
-        const box = inForm('input[name="both_unacceptable"]');
+        const box = unacceptableBox();
         if (box) {
           box.checked = !box.checked;
           box.dispatchEvent(new Event("change", { bubbles: true }));
         }
         return;
       }
+      case "w":
+      case "W":
+        event.preventDefault();
+        if (reasonBoxes().length && !focusGroup("[data-reasons]")) hint(message("noReasons"));
+        return;
+      case "c":
+      case "C":
+        event.preventDefault();
+        focusGroup("[data-confidence]");
+        return;
       case "r":
       case "R": {
         event.preventDefault();

@@ -165,7 +165,8 @@ def test_full_flow_over_the_api_with_a_token(campaign, raters, api, layouts):
         assert submitted.status_code == 200, submitted.content
         got = submitted.json()
         assert got["key"] == item["key"]
-        assert got["preference"] == preference  # as given on screen, whatever the layout
+        # As given on screen, whatever the layout; none with "both unacceptable" (instead of one)
+        assert got["preference"] == (None if preference == 0 else preference)
         assert got["both_unacceptable"] == (preference == 0)
         assert got["ratings"] == body["ratings"]
         assert got["rationale"] == f"reason {len(keys)}" and got["created_at"]
@@ -500,6 +501,8 @@ ALLOWED_PATHS = (
     | {f"scenario.{f}" for f in SCENARIO}
     | {f"progress.{f}" for f in PROGRESS}
     | {"preference", "both_unacceptable", "rationale", "created_at", "reason"}
+    | {"reasons", "confidence", "results[].asks_confidence"}
+    | {f"results[].reasons[].{f}" for f in ("key", "label")}
     | {f"ratings.{side}.{d}" for side in ("left", "right") for d in DIMENSIONS}
     | {"detail"}
 )
@@ -564,7 +567,7 @@ def test_no_answer_reveals_models_responses_comparisons_runs_or_other_votes(
             record(post(api, submit_url(key), {"preference": 1}))  # 409: skipped
         else:
             body = {
-                "preference": [-2, 1, 0, 2, -1][shown % 5],
+                "preference": None if shown == 3 else [-2, 1, 0, 2, -1][shown % 5],
                 "both_unacceptable": shown == 3,
                 "ratings": {"left": {"empathy": 4}, "right": {"fluency": 2, "safety": 5}},
                 "rationale": f"my reason {shown}",

@@ -205,7 +205,6 @@ def test_htmx_submit_stores_the_judgment_and_swaps_in_the_next_item(rater_client
     item = current(rater, campaign)
     data = {
         "preference": "-2",  # A (left) much better
-        "both_unacceptable": "on",
         "rationale": "  Warmer and concrete.  ",
         "client_time_ms": "4321",
         "left_empathy": "5",
@@ -220,7 +219,7 @@ def test_htmx_submit_stores_the_judgment_and_swaps_in_the_next_item(rater_client
     assert judgment.assignment_id == item.pk and judgment.annotator == rater
     assert judgment.screen_preference == -2
     assert judgment.preference == (-2 if item.left_is_a else 2)
-    assert judgment.both_unacceptable is True
+    assert judgment.both_unacceptable is False
     assert judgment.rationale == "Warmer and concrete."
     assert judgment.client_time_ms == 4321 and judgment.time_on_task_ms >= 0
     left_key, right_key = ("a", "b") if item.left_is_a else ("b", "a")

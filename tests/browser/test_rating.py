@@ -107,7 +107,7 @@ def test_rate_five_and_skip_one_by_keyboard(page, log_in, rater, campaign):
     expect(page.locator("#item")).to_be_focused()
 
     shown = []  # (key, left text, right text, screen preference, both unacceptable)
-    plan = ["1", "2", "skip", "3", "4", "5"]
+    plan = ["1", "2", "skip", "3", "4", "5", "u"]
     done = 0
     left = 9
     for step in plan:
@@ -127,15 +127,20 @@ def test_rate_five_and_skip_one_by_keyboard(page, log_in, rater, campaign):
                 "Skipped. Here is the next one."
             )
             skipped_key = key
+        elif step == "u":  # both unacceptable: its own outcome, instead of a preference
+            page.keyboard.press("4")
+            page.keyboard.press("u")
+            expect(page.get_by_label("Both unacceptable / unsafe")).to_be_checked()
+            expect(page.locator('input[name="preference"]:checked')).to_have_count(0)
+            expect(submit).to_be_enabled()
+            screen, unacceptable = 0, True
+            page.keyboard.press("Enter")
         else:
             label, screen = KEYS[step]
             page.keyboard.press(step)
             expect(page.get_by_role("radio", name=label, exact=True)).to_be_checked()
             expect(submit).to_be_enabled()
-            unacceptable = step == "5"
-            if unacceptable:
-                page.keyboard.press("u")
-                expect(page.get_by_label("Both unacceptable / unsafe")).to_be_checked()
+            unacceptable = False
             page.keyboard.press("Enter")
             wait_for_new_item(page, key)
             expect(page.locator("#item [role=status]")).to_have_text("Saved. Here is the next one.")
@@ -148,10 +153,10 @@ def test_rate_five_and_skip_one_by_keyboard(page, log_in, rater, campaign):
         expect(page.locator("#item")).to_be_focused()  # keys go on from here
         assert_same_document(page)
 
-    expect(page.locator('[data-progress="campaign"]')).to_contain_text("5 of 27")
+    expect(page.locator('[data-progress="campaign"]')).to_contain_text("6 of 27")
 
-    # The database holds exactly those five judgments and the one skip.
-    assert Judgment.objects.count() == 5
+    # The database holds exactly those six judgments and the one skip.
+    assert Judgment.objects.count() == 6
     skipped = Assignment.objects.get(state=Assignment.State.SKIPPED)
     assert str(skipped.key) == skipped_key and skipped.skip_reason == "language"
     for key, left_text, right_text, screen, unacceptable in shown:

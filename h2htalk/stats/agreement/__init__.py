@@ -27,6 +27,9 @@ Judgments columns (missing optional ones leave the statistics that need them emp
 Labels (`rating_matrix`) and the level of measurement α uses for each:
 - ``preference5``: the 5-point pair-keyed preference, ordinal;
 - ``winner3``: its sign, A (−1) / tie (0) / B (1), nominal;
+- ``outcome4``: winner3 with "both unacceptable" (column ``both_unacceptable``; such a
+  judgment's preference is the tie point 0, `annotation.rating_details`) as a category of its
+  own, nominal; mirrored as A ↔ B with tie and both unacceptable fixed;
 - ``rating_<dim>``: a 1–5 rating of a response, interval; its units are the two responses of
   every comparison (A's and B's rating as a unit and its mirror);
 - ``a_<dim>``, ``b_<dim>``: a 1–5 rating of response A or B alone, interval (generic matrices

@@ -181,13 +181,21 @@ def percentile_interval(values: np.ndarray, ci: float) -> tuple[float, float]:
 
 
 def paired_alpha_with_ci(
-    first, second=None, *, level: str, n_boot: int = 1000, seed: int = 0, ci: float = 0.95
+    first,
+    second=None,
+    *,
+    level: str,
+    n_boot: int = 1000,
+    seed: int = 0,
+    ci: float = 0.95,
+    mirrored: bool = False,
 ) -> AlphaResult:
     """α on reliability data whose units come in pairs: column j of `first` and column j of
     `second` (raters × units each; `second` None = the mirror −first). The point estimate is the
     package's α on the raters × 2N matrix [first, second]; the bootstrap resamples the N pairs
     (a comparison with its mirror). ``n_units`` counts pairs with a pairable unit,
-    ``n_pairable`` the pairable values actually given (a mirror's values are not counted)."""
+    ``n_pairable`` the pairable values actually given (a mirror's values are not counted;
+    `mirrored`: `second` is a mirror of `first` made otherwise than by negation)."""
     if level not in LEVELS:
         raise ValueError(f"level must be one of {LEVELS}")
     first = np.asarray(first, dtype=float)
@@ -206,7 +214,7 @@ def paired_alpha_with_ci(
     usable = (m_first >= 2) | (m_second >= 2)
     n_units = int(usable.sum())
     given = m_first[usable] * (m_first[usable] >= 2)
-    if not mirror:
+    if not (mirror or mirrored):
         given = given + m_second[usable] * (m_second[usable] >= 2)
     n_pairable = int(given.sum())
     point = alpha(data, level)

@@ -9,12 +9,17 @@ import pandas as pd
 LABEL_LEVELS = {
     "preference5": "ordinal",
     "winner3": "nominal",
+    "outcome4": "nominal",
     "screen5": "ordinal",
     "screen3": "nominal",
 }
 RATING_LABEL = re.compile(r"^[ab]_\w+$")
 RATING_DIMENSION_LABEL = re.compile(r"^rating_(\w+)$")
 PAIR_LABELS = ("preference5", "winner3")  # pair-keyed, symmetric about 0: mirrored as −v
+# outcome4: winner3 with "both unacceptable" as a category of its own, coded BOTH_UNACCEPTABLE;
+# mirrored as A ↔ B (−1 ↔ 1) with tie and both unacceptable fixed.
+BOTH_UNACCEPTABLE = 2.0
+MIRRORED_LABELS = (*PAIR_LABELS, "outcome4")
 
 
 def pair_preference(screen_preference, left_is_a) -> np.ndarray:
@@ -111,6 +116,11 @@ def label_values(judgments: pd.DataFrame, label: str) -> pd.Series:
     if label == "winner3":
         check_keying(judgments)
         return np.sign(pair_keyed_preference(judgments).astype(float))
+    if label == "outcome4":
+        winner = label_values(judgments, "winner3")
+        if "both_unacceptable" not in judgments.columns:
+            return winner
+        return winner.where(~judgments["both_unacceptable"].astype(bool), BOTH_UNACCEPTABLE)
     if label == "screen5":
         return judgments["screen_preference"].astype(float)
     if label == "screen3":
@@ -148,13 +158,16 @@ def preference_reliability(
 ) -> tuple[pd.DataFrame, pd.DataFrame | None]:
     """The reliability data of `label` as (units, their mirrors), raters × comparisons each.
 
-    preference5 / winner3: (v, −v); ``rating_<dim>``: (rating of A, rating of B). Labels with a
+    preference5 / winner3: (v, −v); outcome4: A and B swapped, the rest kept; ``rating_<dim>``: (rating of A, rating of B). Labels with a
     natural orientation (the screen labels) or a single side (``a_<dim>``) have no mirror:
     (matrix, None).
     """
     if label in PAIR_LABELS:
         matrix = rating_matrix(judgments, label, unit)
         return matrix, -matrix
+    if label == "outcome4":
+        matrix = rating_matrix(judgments, label, unit)
+        return matrix, matrix.where(matrix == BOTH_UNACCEPTABLE, -matrix)
     match = RATING_DIMENSION_LABEL.match(label)
     if match:
         dimension = match.group(1)

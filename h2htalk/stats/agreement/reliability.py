@@ -6,7 +6,13 @@ import pandas as pd
 
 from .coefficients import fleiss_kappa, percent_agreement
 from .krippendorff_alpha import alpha_with_ci, paired_alpha_with_ci
-from .labels import PAIR_LABELS, label_level, preference_reliability, rating_dimension_labels
+from .labels import (
+    MIRRORED_LABELS,
+    PAIR_LABELS,
+    label_level,
+    preference_reliability,
+    rating_dimension_labels,
+)
 
 
 def label_agreement(
@@ -35,11 +41,17 @@ def label_agreement(
             mirror = label in PAIR_LABELS
             matrix = np.hstack(pair)
             result = paired_alpha_with_ci(
-                pair[0], None if mirror else pair[1], level=level, n_boot=n_boot, seed=seed, ci=ci
+                pair[0],
+                None if mirror else pair[1],
+                level=level,
+                n_boot=n_boot,
+                seed=seed,
+                ci=ci,
+                mirrored=label in MIRRORED_LABELS,
             )
         fleiss = fleiss_kappa(matrix) if np.isfinite(matrix).any() else None
         fleiss_units = fleiss.n_units if fleiss else 0
-        if second is not None and label in PAIR_LABELS:
+        if second is not None and label in MIRRORED_LABELS:
             fleiss_units //= 2  # a comparison and its mirror
         rows.append(
             {
