@@ -107,7 +107,8 @@ def releases(label: str, setting) -> dict:
     weak = np.mean([marked[n] for n in studies.IMPLICIT_WEAK]) / RELEASES
     shares = ", ".join(f"{n} {v / RELEASES:.1%}" for n, v in marked.items())
     notes = (
-        f"{plan.n_scenarios} scenarios, {RELEASES} releases of flag_release through "
+        f"{plan.n_scenarios} scenarios (planner seed 0, as the test), {RELEASES} releases of "
+        "flag_release through "
         f"compute_results: weakened marked {weak:.3f} (planned {plan.planned_power:.3f}); "
         f"marked: {shares}; {time.perf_counter() - start:.1f} s"
     )
