@@ -231,12 +231,25 @@ def smallest(setting: GapSetting) -> int:
     return max(pl.MIN_SCENARIOS, math.ceil(MIN_GROUP / share))
 
 
-def plan(setting: GapSetting, seed: int = 0, studies: int = pl.STUDIES) -> GapPlan:
-    """Scenarios, comparisons, votes and annotator-hours until a weakened companion is marked
-    with the setting's power (the mean over the weakened of P(marked +1))."""
+@dataclass
+class Start:
+    """The search's start (as planner.Start): the model, a (the gap over its standard error
+    per √scenario, one per weakened companion), the large-sample size, the studies per size
+    and the cells the search will simulate."""
+
+    model: GapModel
+    a: np.ndarray
+    first: int
+    studies: int
+    sizes: list
+    cells: int
+
+
+def start(setting: GapSetting, seed: int = 0, studies: int = pl.STUDIES) -> Start:
     model = fit_model(setting)
     w, pairs = setting.weakened, setting.pairs()
-    a = np.full(w, setting.min_gap / bt.ELO_SCALE / math.sqrt(unit_information(model, setting)))
+    unit = unit_information(model, setting)  # seed 0: the first size only
+    a = np.full(w, setting.min_gap / bt.ELO_SCALE / math.sqrt(unit))
     least = smallest(setting)
     first = max(least, math.ceil(pl._size_for(a, 1.0, setting)))
     if first * pairs > pl.MAX_COMPARISONS:
@@ -247,6 +260,16 @@ def plan(setting: GapSetting, seed: int = 0, studies: int = pl.STUDIES) -> GapPl
         )
     studies = min(studies, max(pl.MIN_STUDIES, pl.SEARCH_CELLS // (first * pairs)))
     sizes = sorted({max(least, round(first * f)) for f in pl.SIZES})
+    cells = studies * pairs * (sum(sizes) + first)
+    return Start(model, a, first, studies, sizes, cells)
+
+
+def plan(setting: GapSetting, seed: int = 0, studies: int = pl.STUDIES) -> GapPlan:
+    """Scenarios, comparisons, votes and annotator-hours until a weakened companion is marked
+    with the setting's power (the mean over the weakened of P(marked +1))."""
+    begun = start(setting, seed, studies)
+    model, a, first, studies, sizes = begun.model, begun.a, begun.first, begun.studies, begun.sizes
+    w, pairs, least = setting.weakened, setting.pairs(), smallest(setting)
     runs = [power_at(model, setting, size, studies, seed + 1 + k) for k, size in enumerate(sizes)]
     hits = [run[:, :w] == 1 for run in runs]
     correction = pl._fit_correction(a, sizes, hits, setting)
