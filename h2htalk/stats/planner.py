@@ -269,6 +269,17 @@ def sandwich_differences(studies: Studies, start: np.ndarray):
     """Per study: the Bradley–Terry fit (the release's fit_batch) and the scenario-clustered
     sandwich standard errors of the adjacent differences θ_{i+1} − θ_i. R × (n − 1) each."""
     n = studies.n_companions
+    theta, cov = sandwich_fit(studies, start)
+    diag = np.einsum("rii->ri", cov)
+    off = cov[:, np.arange(n - 1), np.arange(1, n)]
+    se = np.sqrt(np.maximum(diag[:, 1:] + diag[:, :-1] - 2 * off, 1e-300))
+    return np.diff(theta, axis=1), se
+
+
+def sandwich_fit(studies: Studies, start: np.ndarray):
+    """Per study the Bradley–Terry fit (R × n log-strengths, mean 0) and its scenario-clustered
+    sandwich covariance H⁻¹ (Σ_s g_s g_sᵀ) H⁻¹ (R × n × n)."""
+    n = studies.n_companions
     low, high = np.triu_indices(n, 1)
     pair_wins, pair_games = studies.pair_totals()
     batch = np.zeros((len(pair_wins), n, n))
@@ -284,11 +295,7 @@ def sandwich_differences(studies: Studies, start: np.ndarray):
     weight = pair_games * p * (1 - p)
     hessian = incidence.T @ (weight[:, :, None] * incidence)  # R × n × n
     bread = np.linalg.pinv(hessian, hermitian=True)
-    cov = bread @ meat @ bread
-    diag = np.einsum("rii->ri", cov)
-    off = cov[:, np.arange(n - 1), np.arange(1, n)]
-    se = np.sqrt(np.maximum(diag[:, 1:] + diag[:, :-1] - 2 * off, 1e-300))
-    return np.diff(theta, axis=1), se
+    return theta, bread @ meat @ bread
 
 
 def _scenario_scores(studies: Studies, p: np.ndarray, low, high) -> np.ndarray:

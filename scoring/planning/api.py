@@ -44,6 +44,21 @@ class PlanInputSerializer(StrictSerializer):
     tau = serializers.FloatField(
         required=False, allow_null=True, help_text="Tie threshold (with sigma; replaces tie_rate)."
     )
+    effect = serializers.ChoiceField(
+        choices=["adjacent", "flag_gap"],
+        required=False,
+        help_text="adjacent (default): separate adjacent companions min_elo apart; flag_gap: "
+        "mark a companion whose flag gap exceeds the field's by min_gap (h2htalk.stats.gap_planner).",
+    )
+    flag_share = serializers.FloatField(
+        required=False, allow_null=True, help_text="flag_gap: share of flagged scenarios (0.5)."
+    )
+    min_gap = serializers.FloatField(
+        required=False, allow_null=True, help_text="flag_gap: smallest gap beyond the field (Elo)."
+    )
+    weakened = serializers.IntegerField(
+        required=False, allow_null=True, help_text="flag_gap: companions with that gap (1)."
+    )
 
 
 class PlanSerializer(serializers.Serializer):
@@ -60,7 +75,8 @@ class PlanSerializer(serializers.Serializer):
     result = serializers.DictField(
         help_text="Empty until completed. "
         "n_scenarios, n_comparisons, n_votes, annotator_hours, planned_power (mean "
-        "over adjacent pairs), pair_power, all_separated, simulated_power, model, search."
+        "over adjacent pairs), pair_power, all_separated, simulated_power, model, search; for a "
+        "flag gap n_flagged, planned_power (P(a weakened companion is marked)), field_marked."
     )
     summary = serializers.CharField(source="message")
 

@@ -7,8 +7,23 @@ from django.utils.translation import gettext_lazy as _
 from annotation.access import managed_campaigns
 from annotation.models import Campaign
 
+EFFECTS = (
+    ("adjacent", _("separate adjacent companions δ Elo apart")),
+    ("flag_gap", _("mark a companion that struggles on a scenario flag (a flag gap)")),
+)
+
 
 class PlanForm(forms.Form):
+    effect = forms.ChoiceField(
+        label=_("Plan for"),
+        choices=EFFECTS,
+        required=False,
+        help_text=_(
+            "A flag gap: a companion's Elo on scenarios without the flag (e.g. an explicit "
+            "need) minus with it, beyond the field's, as the release's *Where companions "
+            "struggle* marks it."
+        ),
+    )
     earlier = forms.ModelChoiceField(
         label=_("Take agreement, ties and time per item from"),
         queryset=None,
@@ -59,6 +74,31 @@ class PlanForm(forms.Form):
         required=False,
         help_text=_("With σ, from the earlier campaign; replaces the share of ties."),
     )
+
+    flag_share = forms.FloatField(
+        label=_("Share of scenarios carrying the flag"),
+        min_value=0.05,
+        max_value=0.95,
+        required=False,
+        help_text=_("Flag gap only (empty: 0.5)."),
+    )
+    min_gap = forms.FloatField(
+        label=_("Smallest flag gap beyond the field that matters (Elo)"),
+        min_value=1,
+        max_value=800,
+        required=False,
+        help_text=_("Flag gap only, on the release's scale (empty: 100)."),
+    )
+    weakened = forms.IntegerField(
+        label=_("Companions with that gap"),
+        min_value=1,
+        max_value=19,
+        required=False,
+        help_text=_("Flag gap only: fewer than half of the companions (empty: 1)."),
+    )
+
+    def clean_effect(self):
+        return self.cleaned_data.get("effect") or "adjacent"
 
     def __init__(self, *args, campaign=None, user=None, **kwargs):
         super().__init__(*args, **kwargs)

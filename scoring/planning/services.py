@@ -27,7 +27,18 @@ STATUS_VERSION = "s1"
 INLINE_CELLS = 20_000_000  # cells a plan in the request may simulate (seconds); more: a job
 STATUS_TTL = 7 * 24 * 3600
 INPUTS = ("n_companions", "overlap", "pairs_per_scenario", "min_elo", "alpha", "tie_rate")
-INPUTS += ("seconds_per_item", "power", "sigma", "tau")
+INPUTS += (
+    "seconds_per_item",
+    "power",
+    "sigma",
+    "tau",
+    "effect",
+    "flag_share",
+    "min_gap",
+    "weakened",
+)
+FLAG_GAP = "flag_gap"  # the effect planned by h2htalk.stats.gap_planner
+GAP_DEFAULTS = {"flag_share": 0.5, "min_gap": 100.0, "weakened": 1}
 
 
 def design_defaults(campaign: Campaign) -> dict:
@@ -35,6 +46,7 @@ def design_defaults(campaign: Campaign) -> dict:
     plan's δ, α, ties, time and power (else the defaults)."""
     every = campaign.pairing in (Campaign.Pairing.ALL_PAIRS, Campaign.Pairing.FIXED)
     values = {**DEFAULTS, "seconds_per_item": DEFAULT_SECONDS, "sigma": None, "tau": None}
+    values.update(effect="adjacent", **GAP_DEFAULTS)
     latest = latest_plan(campaign)
     if latest is not None:
         values.update({k: v for k, v in latest.params.get("inputs", {}).items() if k in INPUTS})
@@ -118,27 +130,48 @@ class PlanRefused(ValueError):
     """The planner cannot model these inputs (its message says why and what to change)."""
 
 
-def make_plan(campaign: Campaign, inputs: dict, user, earlier: Campaign | None = None, task=None):
-    """Plan (h2htalk.stats.planner.plan; PlanRefused for inputs it cannot model) and keep the
-    answer as a job of the campaign: now, completed, when the search simulates at most
-    INLINE_CELLS cells (seconds); else queued for `task` (scoring.tasks.run_plan, passed in:
-    it imports this module) with its progress, and the page polls it."""
-    from h2htalk.stats import planner
+def setting_of(values: dict):
+    """The planner's Setting, or the flag-gap planner's GapSetting (empty gap inputs take
+    GAP_DEFAULTS); stored inputs from before the flag-gap mode plan adjacent pairs."""
+    from h2htalk.stats import gap_planner, planner
 
-    values = {k: inputs[k] for k in INPUTS}
+    common = {k: v for k, v in values.items() if k in INPUTS and k not in GAP_DEFAULTS}
+    common.pop("effect", None)
+    if values.get("effect") != FLAG_GAP:
+        return planner.Setting(**common)
+    gap = {k: GAP_DEFAULTS[k] if values.get(k) is None else values[k] for k in GAP_DEFAULTS}
+    return gap_planner.GapSetting(**common, **gap)
+
+
+def _answer(setting, seed: int, progress=None) -> dict:
+    from h2htalk.stats import gap_planner, planner
+
+    if isinstance(setting, gap_planner.GapSetting):
+        return gap_planner.plan(setting, seed=seed).as_dict()
+    return planner.plan(setting, seed=seed, progress=progress).as_dict()
+
+
+def make_plan(campaign: Campaign, inputs: dict, user, earlier: Campaign | None = None, task=None):
+    """Plan (h2htalk.stats.planner.plan, or gap_planner.plan for a flag gap; PlanRefused for
+    inputs it cannot model) and keep the answer as a job of the campaign: now, completed,
+    when the search simulates at most INLINE_CELLS cells (seconds); else queued for `task` (scoring.tasks.run_plan, passed in: it imports this module)
+    with its progress, and the page polls it."""
+    from h2htalk.stats import gap_planner, planner
+
+    values = {k: inputs.get(k) for k in INPUTS}
     params = {"campaign": campaign.pk, "inputs": values}
     if earlier is not None:
         params["earlier"] = earlier.pk
     try:
-        setting = planner.Setting(**values)
-        begun = planner.start(setting, seed=campaign.seed)
+        setting = setting_of(values)
+        starter = gap_planner.start if values["effect"] == FLAG_GAP else planner.start
+        if task is not None and starter(setting, seed=campaign.seed).cells > INLINE_CELLS:
+            job = Job.objects.create(kind=KIND, created_by=user, params=params)
+            transaction.on_commit(lambda: task.delay(job.pk))
+            return job
+        result = _answer(setting, campaign.seed)
     except planner.PlanError as error:
         raise PlanRefused(str(error)) from error
-    if task is not None and begun.cells > INLINE_CELLS:
-        job = Job.objects.create(kind=KIND, created_by=user, params=params)
-        transaction.on_commit(lambda: task.delay(job.pk))
-        return job
-    result = planner.plan(setting, seed=campaign.seed).as_dict()
     now = timezone.now()
     return Job.objects.create(
         kind=KIND,
@@ -159,9 +192,8 @@ def compute_plan(job: Job, progress=None) -> dict:
     from h2htalk.stats import planner
 
     campaign = Campaign.objects.get(pk=job.params["campaign"])
-    setting = planner.Setting(**job.params["inputs"])
     try:
-        return planner.plan(setting, seed=campaign.seed, progress=progress).as_dict()
+        return _answer(setting_of(job.params["inputs"]), campaign.seed, progress)
     except planner.PlanError as error:
         raise PlanRefused(str(error)) from error
 
@@ -176,6 +208,13 @@ def running_plan(campaign: Campaign) -> Job | None:
 
 def summary_text(result: dict) -> str:
     s = result["setting"]
+    if "n_flagged" in result:
+        return (
+            f"{result['n_comparisons']:,} comparisons ({result['n_scenarios']:,} scenarios, "
+            f"{result['n_flagged']:,} with the flag), {result['n_votes']:,} votes, about "
+            f"{result['annotator_hours']:,.1f} annotator-hours for {s['power']:.0%} power to "
+            f"mark a companion whose flag gap exceeds the field's by {s['min_gap']:g} Elo"
+        )
     return (
         f"{result['n_comparisons']:,} comparisons ({result['n_scenarios']:,} scenarios), "
         f"{result['n_votes']:,} votes, about {result['annotator_hours']:,.1f} annotator-hours "

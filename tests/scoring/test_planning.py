@@ -201,3 +201,31 @@ def test_a_large_design_is_planned_by_a_job_the_panel_follows(
     assert overview["latest"]["id"] == job.pk and overview["running"] is None
     panel = client.get(reverse("planning:campaign", args=[draft.pk]), **HTMX).content.decode()
     assert "Latest plan:" in panel and "every 2s" not in panel
+
+
+def test_the_api_and_the_panel_plan_a_flag_gap(client, draft):
+    """The flag-gap mode (h2htalk.stats.gap_planner) through the API: its answer is the plain
+    function's for the campaign's seed, kept as the latest plan and shown on the panel; a
+    design whose field is not a majority is refused with the reason."""
+    from h2htalk.stats import gap_planner
+
+    api = token_client(draft.owner)
+    body = {"effect": "flag_gap", "min_gap": 220, "flag_share": 0.4, "alpha": 0.3, "tie_rate": 0.1}
+    answer = api.post(_plan_url(draft), json.dumps(body), content_type="application/json")
+    assert answer.status_code == 201, answer.content
+    plan = answer.json()
+    setting = gap_planner.GapSetting(
+        4, overlap=2, pairs_per_scenario=5, alpha=0.3, tie_rate=0.1, min_gap=220, flag_share=0.4
+    )
+    expected = gap_planner.plan(setting, seed=draft.seed)
+    assert plan["result"]["n_scenarios"] == expected.n_scenarios
+    assert plan["result"]["n_flagged"] == int(0.4 * expected.n_scenarios + 1e-9)
+    assert plan["result"]["n_comparisons"] == 5 * expected.n_scenarios
+    assert plan["inputs"]["weakened"] == 1 == plan["result"]["setting"]["weakened"]  # default
+    assert "flag gap exceeds the field's by 220 Elo" in plan["summary"]
+    client.force_login(draft.owner)
+    panel = client.get(reverse("planning:campaign", args=[draft.pk]), **HTMX).content.decode()
+    assert "Latest plan (flag gap)" in panel and f"{expected.n_flagged} with the flag" in panel
+    body["weakened"] = 2  # two of four: no majority left to be the field
+    refused = api.post(_plan_url(draft), json.dumps(body), content_type="application/json")
+    assert refused.status_code == 400 and "fewer than half" in refused.json()["detail"]

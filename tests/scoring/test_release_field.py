@@ -14,19 +14,44 @@ from scoring.calibration.prediction import ResponseFeatures
 from scoring.releases import computing, flags
 from tests import scenario_studies as studies
 
-# The study size for this effect: the number of scenarios (every pair of the eight companions
-# once on each: 28 votes per scenario, 5,600 votes). Measured over 200 seeds at 1,000 draws
-# (bench/scenario_bootstrap_bench): B and E marked in 97% and 96% of seeds, every other companion
-# in 4–6%; at 120 scenarios B and E only in 76% and 83%. TODO(lead): take it from the planner
-# (issue 21, point 5).
-STUDY_SIZE = 200
 SEEDS = 20
+# The study size for this effect, from the flag-gap planner (h2htalk.stats.gap_planner): eight
+# companions, k 1, every pair once a scenario, half of the scenarios flagged, two companions
+# losing DROP logits there, σ 1, no ties. The criterion below is a binomial one over SEEDS
+# seeds: at 80% power a companion is marked in at least 16 of 20 seeds with probability 0.63
+# (both B and E: 0.40), a coin flip; at 95% power with 0.997. So the test plans for 95%
+# (213 scenarios, 5,964 votes; measured over 200 other seeds through compute_results: B and E
+# marked in 96% and 95.5%; at the planner's 128 scenarios for 80%: 79.5% and 83.5%).
+# The others' bound (at most 2 of 20) does not get easier with size: the release's two-sided
+# 95% rule marks a field companion in about 6% of seeds at 128 and at 213 scenarios alike.
+POWER = 0.95
 
 
 @pytest.fixture(scope="module")
-def runs():
+def study_size():
+    from h2htalk.stats import gap_planner
+
+    gap = gap_planner.release_gap(
+        len(studies.NAMES), len(studies.IMPLICIT_WEAK), studies.DROP, 1, 0
+    )
+    setting = gap_planner.GapSetting(
+        len(studies.NAMES),
+        overlap=1,
+        sigma=1.0,
+        tau=0.0,
+        tie_rate=0.0,
+        min_gap=gap,
+        flag_share=0.5,
+        weakened=len(studies.IMPLICIT_WEAK),
+        power=POWER,
+    )
+    return gap_planner.plan(setting, seed=0).n_scenarios
+
+
+@pytest.fixture(scope="module")
+def runs(study_size):
     return [
-        computing.compute_results(studies.flag_release(seed, STUDY_SIZE, n_boot=200))
+        computing.compute_results(studies.flag_release(seed, study_size, n_boot=200))
         for seed in range(SEEDS)
     ]
 
