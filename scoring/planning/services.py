@@ -17,6 +17,7 @@ from django.utils import timezone
 from annotation import exclusions
 from annotation.models import Campaign, Judgment
 from h2htalk.models import Job
+from h2htalk.params import parse_int
 from scoring.agreement import services as agreement
 
 KIND = "campaign_plan"
@@ -292,10 +293,10 @@ def form_initial(campaign: Campaign, query, user) -> tuple[dict, dict | None]:
     from annotation.access import managed_campaigns
 
     initial = design_defaults(campaign)
-    chosen = str(query.get("earlier", ""))
-    if not chosen.isdigit():
+    chosen = parse_int(str(query.get("earlier", "")))  # a query string or JSON
+    if chosen is None:
         return initial, None
-    earlier = managed_campaigns(user).exclude(pk=campaign.pk).filter(pk=int(chosen)).first()
+    earlier = managed_campaigns(user).exclude(pk=campaign.pk).filter(pk=chosen).first()
     if earlier is None:
         return initial, None
     found = observed(earlier)
