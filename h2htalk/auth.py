@@ -33,7 +33,6 @@ import hashlib
 import ipaddress
 import math
 import time
-import unicodedata
 
 from django.conf import settings
 from django.contrib.admin.forms import AdminAuthenticationForm
@@ -46,6 +45,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import exceptions
 from rest_framework.authtoken.views import ObtainAuthToken
 
+from h2htalk.accounts import names
 from h2htalk.roles import remember_roles, with_roles
 
 PREFIX = "login-throttle"
@@ -107,7 +107,8 @@ class Locked(Exception):
 
 
 def normalise_username(username: str) -> str:
-    return unicodedata.normalize("NFKC", str(username)).strip().casefold()
+    """The name as every budget and the user lookup know it (NFKC, case-folded)."""
+    return names.fold(username)
 
 
 def _digest(*parts: str) -> str:
@@ -205,10 +206,26 @@ class ThrottledModelBackend(ModelBackend):
             _note_lockout(request, locked.seconds)
             # PermissionDenied stops authenticate() from trying any other backend.
             raise PermissionDenied(lockout_message(locked.seconds)) from None
-        user = super().authenticate(request, username=username, password=password, **kwargs)
+        user = self._check_password(str(username), password)
         if user is not None:
             reservation.succeeded()
         return user
+
+    def _check_password(self, username: str, password: str):
+        """ModelBackend's check, the user found by their folded name (`names.fold`): `Anna`,
+        `anna` and full-width `ａｎｎａ` are one account on every login path."""
+        from django.contrib.auth import get_user_model
+
+        User = get_user_model()
+        user = User._default_manager.filter(username_key__folded=names.fold(username)).first()
+        if user is None:  # a user saved without the signal (a raw insert): the exact name
+            user = User._default_manager.filter(**{User.USERNAME_FIELD: username}).first()
+        if user is None:
+            User().set_password(password)  # as ModelBackend: the same time as a wrong password
+            return None
+        if user.check_password(password) and self.user_can_authenticate(user):
+            return user
+        return None
 
     def get_user(self, user_id):
         """The session's user, with their roles read in the same query (`roles.with_roles`)."""
