@@ -315,6 +315,8 @@ if env_bool("DJANGO_SECURE"):
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    # no set-password token in any log line (h2htalk.redact)
+    "filters": {"redact": {"()": "h2htalk.redact.RedactingFilter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["redact"]}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
 }
