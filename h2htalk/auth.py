@@ -28,6 +28,7 @@ right-most address of X-Forwarded-For that is not a trusted proxy. IPv6 clients 
 per /64 (one host usually holds the whole /64).
 """
 
+import contextlib
 import functools
 import hashlib
 import ipaddress
@@ -39,12 +40,12 @@ from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.forms import AuthenticationForm
-from django.core.cache import cache
 from django.core.exceptions import PermissionDenied, ValidationError
 from drf_spectacular.utils import extend_schema
 from rest_framework import exceptions
 from rest_framework.authtoken.views import ObtainAuthToken
 
+from h2htalk import outage
 from h2htalk.accounts import names
 from h2htalk.roles import remember_roles, with_roles
 
@@ -132,7 +133,7 @@ def _slots(prefix: str, limit: int) -> list[str]:
     return [f"{prefix}:{i}" for i in range(limit)]
 
 
-def _seconds_left(keys: list[str], now: float) -> int:
+def _seconds_left(cache, keys: list[str], now: float) -> int:
     """Until the oldest slot of a full budget frees (its value is its expiry time)."""
     expiries = [v for v in cache.get_many(keys).values() if isinstance(v, int | float)]
     return max(1, math.ceil(min(expiries) - now)) if expiries else 1
@@ -141,18 +142,35 @@ def _seconds_left(keys: list[str], now: float) -> int:
 class Reservation:
     """The slots one attempt took; kept on failure, given back on success."""
 
-    def __init__(self, slots: list[str], pair_prefix: str | None, pair_limit: int):
-        self.slots, self.pair_prefix, self.pair_limit = slots, pair_prefix, pair_limit
+    def __init__(self, cache, slots: list[str], pair_prefix: str | None, pair_limit: int):
+        self.cache, self.slots = cache, slots
+        self.pair_prefix, self.pair_limit = pair_prefix, pair_limit
 
     def succeeded(self) -> None:
         keys = list(self.slots)
         if self.pair_prefix:
             keys += _slots(self.pair_prefix, self.pair_limit)
-        cache.delete_many(keys)
+        try:
+            self.cache.delete_many(keys)
+        except outage.errors() as error:  # Redis went away meanwhile: the slots expire
+            outage.note_down(error)
 
 
 def reserve(username: str, address: str | None) -> Reservation:
-    """Take one slot in every budget of this attempt, or raise Locked (taking none)."""
+    """Take one slot in every budget of this attempt, or raise Locked (taking none). In the
+    default cache (Redis), or in the database cache while Redis is down (h2htalk.outage)."""
+    store = outage.throttle_cache()
+    try:
+        return _reserve(store, username, address)
+    except outage.errors() as error:
+        outage.note_down(error)
+        fallback = outage.throttle_cache()
+        if fallback is store:
+            raise
+        return _reserve(fallback, username, address)
+
+
+def _reserve(cache, username: str, address: str | None) -> Reservation:
     lifetime = settings.LOGIN_LOCKOUT_SECONDS
     now = time.time()
     wanted = budgets(username, address)
@@ -166,14 +184,15 @@ def reserve(username: str, address: str | None) -> Reservation:
                 None,
             )
             if slot is None:
-                raise Locked(_seconds_left(keys, now))
+                raise Locked(_seconds_left(cache, keys, now))
             claimed.append(slot)
     except BaseException:
         if claimed:
-            cache.delete_many(claimed)
+            with contextlib.suppress(*outage.errors()):
+                cache.delete_many(claimed)
         raise
     pair = wanted[0] if address is not None else (None, 0)
-    return Reservation(claimed, *pair)
+    return Reservation(cache, claimed, *pair)
 
 
 def lockout_message(seconds: int) -> str:

@@ -50,7 +50,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.module_loading import autodiscover_modules
 
-from . import heartbeat, jobs, runner, uploads
+from . import heartbeat, jobs, outage, runner, uploads
 from .models import Job, State
 
 logger = logging.getLogger(__name__)
@@ -188,7 +188,10 @@ def settle(job: Job, now: float | None = None) -> Job:
     _load_registry()
     now = time.time() if now is None else now
     name = jobs.heartbeat_of(job.pk)
-    verdict = _verdict(job, heartbeat.last_beats([name]).get(name), now)
+    beats = outage.call(heartbeat, "last_beats", [name])
+    if beats is None:  # Redis is down: no heartbeat to judge by; the page shows the job as is
+        return job
+    verdict = _verdict(job, beats.get(name), now)
     if verdict is None:
         return job
     job.verdict = verdict

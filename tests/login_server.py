@@ -155,7 +155,9 @@ def manage(env: dict, *args: str, stdin: str | None = None) -> str:
 
 
 @contextmanager
-def gunicorn(env: dict, workers: int = 3, repo: Path = REPO):
+def gunicorn(
+    env: dict, workers: int = 3, repo: Path = REPO, access_format: str = "%(p)s %(m)s %(U)s %(s)s"
+):
     """Serve h2htalk with `workers` sync workers on a free loopback port; yields (port, log)."""
     port = free_port()
     log = Path(env.get("H2H_LOG_DIR") or tempfile.gettempdir()) / f"gunicorn-{port}.log"
@@ -173,7 +175,7 @@ def gunicorn(env: dict, workers: int = 3, repo: Path = REPO):
             "--access-logfile",
             str(log),
             "--access-logformat",
-            "%(p)s %(m)s %(U)s %(s)s",
+            access_format,
         ],
         cwd=repo,
         env=env,
