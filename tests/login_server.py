@@ -156,7 +156,11 @@ def manage(env: dict, *args: str, stdin: str | None = None) -> str:
 
 @contextmanager
 def gunicorn(
-    env: dict, workers: int = 3, repo: Path = REPO, access_format: str = "%(p)s %(m)s %(U)s %(s)s"
+    env: dict,
+    workers: int = 3,
+    repo: Path = REPO,
+    access_format: str = "%(p)s %(m)s %(U)s %(s)s",
+    timeout: int = 120,
 ):
     """Serve h2htalk with `workers` sync workers on a free loopback port; yields (port, log)."""
     port = free_port()
@@ -171,7 +175,7 @@ def gunicorn(
             "-w",
             str(workers),
             "--timeout",
-            "120",
+            str(timeout),
             "--access-logfile",
             str(log),
             "--access-logformat",
