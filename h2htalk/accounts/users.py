@@ -107,7 +107,7 @@ def keep_username_key(sender, instance, created=False, update_fields=None, **kwa
     only the checks before it, refuses two names that could be confused."""
     from h2htalk.models import UsernameKey
 
-    if update_fields is None and not created and not instance.is_active:
+    if update_fields is None and not created and not kwargs.get("raw") and not instance.is_active:
         end_sessions(instance)  # deactivated by a full save (the Django admin's user form)
     if update_fields is not None and "username" not in update_fields:
         return  # last_login, is_active, the password: the name did not change

@@ -172,3 +172,26 @@ def test_the_token_leaves_the_environ_the_server_logs_from(roles):
     assert redact(f"/password/set/{uid}/set-password/") == f"/password/set/{uid}/set-password/"
     record = __import__("logging").LogRecord("x", 30, "", 0, "Not Found: %s", (path,), None)
     assert RedactingFilter().filter(record) and token not in record.getMessage()
+
+
+# ---------------------------------------------------------------- 7. deactivation ends sessions
+
+
+def test_deactivating_by_a_full_save_ends_sessions_and_tokens_too(annotator):
+    """The Django admin's user form saves the whole user: that deactivation ends them too."""
+    from rest_framework.authtoken.models import Token
+
+    Token.objects.create(user=annotator)
+    session = Client()
+    session.force_login(annotator)
+    other = Client()
+    other.force_login(annotator)
+    assert session.get("/rate/").status_code == 200
+    annotator.is_active = False
+    annotator.save()
+    annotator.is_active = True
+    annotator.save()
+    assert not Token.objects.filter(user=annotator).exists()
+    for client in (session, other):
+        response = client.get("/rate/")
+        assert response.status_code == 302 and response["Location"].startswith("/login/")
