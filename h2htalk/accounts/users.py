@@ -13,6 +13,7 @@ from importlib import import_module
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db.models import Prefetch
+from django.utils.translation import gettext
 
 from annotation.models import Campaign
 from h2htalk.roles import ADMIN, ROLES
@@ -117,3 +118,28 @@ def keep_username_key(sender, instance, created=False, update_fields=None, **kwa
     rows = UsernameKey.objects.filter(user_id=instance.pk)
     if created or not rows.update(folded=folded, skeleton=skeleton):
         UsernameKey.objects.create(user_id=instance.pk, folded=folded, skeleton=skeleton)
+
+
+def name_clash(username: str, exclude=None) -> str | None:
+    """Why `username` may not be given (to a user other than `exclude`, a pk), or None: its
+    folded name or its look-alike skeleton is another user's (h2htalk.accounts.names)."""
+    from django.db.models import Q
+
+    from h2htalk.models import UsernameKey
+
+    folded, skeleton = names.keys(username)
+    other = (
+        UsernameKey.objects.filter(Q(folded=folded) | Q(skeleton=skeleton))
+        .exclude(user_id=exclude)
+        .select_related("user")
+        .first()
+    )
+    if other is None:
+        return None
+    if other.folded == folded:
+        return gettext("The same name as the user %(name)s once case and width are ignored.") % {
+            "name": other.user.username
+        }
+    return gettext("Looks like the user %(name)s (letters of another script).") % {
+        "name": other.user.username
+    }

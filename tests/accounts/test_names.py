@@ -176,3 +176,26 @@ def test_two_admins_creating_clashing_users_at_once(second, django_user_model):
     assert wheres == {f"item {i}" for i in range(n)}
     folded = [names.fold(u) for u in django_user_model.objects.values_list("username", flat=True)]
     assert len(folded) == len(set(folded)) == n + 1
+
+
+def test_the_django_admin_refuses_a_clashing_name_with_a_form_error(admin_client, admin):
+    """Its user forms check names as the onboarding does: an error on the form, not a 500."""
+    get_user_model().objects.create_user("Anna")
+    password = "a long and unusual passphrase 7"
+    for name, message in (
+        ("ANNA", "A user with that username already exists."),  # Django's own check
+        ("\u0410nna", "Looks like the user Anna"),  # Cyrillic А
+    ):
+        data = {"username": name, "password1": password, "password2": password}
+        response = admin_client.post(
+            "/django-admin/auth/user/add/", {**data, "usable_password": "true"}
+        )
+        assert response.status_code == 200, name
+        assert message in response.content.decode(), name
+    response = admin_client.post(
+        f"/django-admin/auth/user/{admin.pk}/change/",
+        {"username": "anna", "date_joined_0": "2026-01-01", "date_joined_1": "00:00"},
+    )
+    assert response.status_code == 200
+    assert "The same name as the user Anna" in response.content.decode()
+    assert get_user_model().objects.filter(username__iexact="anna").count() == 1
