@@ -47,13 +47,19 @@ def _reset_connections():
 def broker(url: str):
     """This process's Celery and cache on the test's own Redis, for the test's duration."""
     previous = app.conf.broker_url, app.conf.task_always_eager
+    environ = os.environ.get("CELERY_BROKER_URL")  # Celery reads it before its own setting
     cache = {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": url}
     with override_settings(CACHES={"default": cache}, CELERY_BROKER_URL=url, REDIS_URL=url):
+        os.environ["CELERY_BROKER_URL"] = url
         app.conf.broker_url, app.conf.task_always_eager = url, False
         _reset_connections()
         try:
             yield
         finally:
+            if environ is None:
+                os.environ.pop("CELERY_BROKER_URL", None)
+            else:
+                os.environ["CELERY_BROKER_URL"] = environ
             app.conf.broker_url, app.conf.task_always_eager = previous
             _reset_connections()
 
@@ -78,8 +84,9 @@ def test_a_job_whose_message_redis_lost_is_resent_and_completes():
         env = {"CELERY_BROKER_URL": redis.url, "REDIS_URL": redis.url, **FAST}
         previous_queue = app.conf.task_default_queue
         app.conf.task_default_queue = queue
-        worker = WorkerProcess(queue, concurrency=1, env=env).start()
+        worker = WorkerProcess(queue, concurrency=1, env=env)
         try:
+            worker.start()
             os.killpg(worker.process.pid, signal.SIGSTOP)
             # A paused worker's open BRPOP would still take the message into its socket: its
             # connection is cut first, so the message waits in Redis, then is lost with it.
@@ -92,8 +99,9 @@ def test_a_job_whose_message_redis_lost_is_resent_and_completes():
             os.killpg(worker.process.pid, signal.SIGCONT)
             wait_for(lambda: Job.objects.get(pk=job.pk).is_finished, timeout=90, interval=0.5)
         finally:
-            os.killpg(worker.process.pid, signal.SIGCONT)
-            worker.stop()
+            if worker.process is not None:
+                os.killpg(worker.process.pid, signal.SIGCONT)
+                worker.kill()  # the test is over: no need for a clean shutdown
             app.conf.task_default_queue = previous_queue
     job.refresh_from_db()
     assert job.state == Job.State.COMPLETED, job.message
