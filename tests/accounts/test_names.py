@@ -18,6 +18,7 @@ from tests.conftest import PASSWORD
 HEADER = "username,email,role,campaigns\n"
 FULL_WIDTH_ADMIN = "\uff41\uff44\uff4d\uff49\uff4e"  # ａｄｍｉｎ
 CYRILLIC_ADMIN = "\u0430dmin"  # аdmin: Cyrillic а, then Latin
+CYRILLIC_ANNA = "\u0430nna"
 
 
 def test_fold_and_skeleton():
@@ -199,3 +200,35 @@ def test_the_django_admin_refuses_a_clashing_name_with_a_form_error(admin_client
     assert response.status_code == 200
     assert "The same name as the user Anna" in response.content.decode()
     assert get_user_model().objects.filter(username__iexact="anna").count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_keys_existing_users_and_keeps_clashing_ones(capsys):
+    """Existing users (here with names that already clash, as issue 25's probes left them) get
+    their keys; the oldest of a clashing group keeps the plain key, the others `<key>#<id>`."""
+    from django.db.migrations.executor import MigrationExecutor
+
+    def migrate(target):
+        executor = MigrationExecutor(connection)
+        executor.loader.build_graph()
+        executor.migrate([("h2htalk", target)])
+
+    migrate("0004_job_state_completed")
+    try:
+        User = get_user_model()
+        User.objects.bulk_create(  # no signal: the table of keys does not exist yet
+            [User(username=name) for name in ("Anna", "anna", CYRILLIC_ANNA, "bob")]
+        )
+        migrate("0005_username_key")
+        keys = dict(UsernameKey.objects.values_list("user__username", "folded"))
+        ids = dict(User.objects.values_list("username", "pk"))
+        assert keys == {
+            "Anna": "anna",
+            "anna": f"anna#{ids['anna']}",
+            CYRILLIC_ANNA: f"{CYRILLIC_ANNA}#{ids[CYRILLIC_ANNA]}",
+            "bob": "bob",
+        }
+        assert "2 user name(s) clash with an older one: 'anna', 'аnna'" in capsys.readouterr().out
+        assert UsernameKey.objects.get(folded="anna").user.username == "Anna"
+    finally:
+        migrate("0005_username_key")
