@@ -28,25 +28,26 @@ right-most address of X-Forwarded-For that is not a trusted proxy. IPv6 clients 
 per /64 (one host usually holds the whole /64).
 """
 
+import contextlib
 import functools
 import hashlib
 import ipaddress
 import math
 import time
-import unicodedata
 
 from django.conf import settings
 from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.forms import AuthenticationForm
-from django.core.cache import cache
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.utils.translation import gettext_lazy, ngettext
 from drf_spectacular.utils import extend_schema
 from rest_framework import exceptions
 from rest_framework.authtoken.views import ObtainAuthToken
 
+from h2htalk import outage
+from h2htalk.accounts import names
 from h2htalk.roles import remember_roles, with_roles
 
 PREFIX = "login-throttle"
@@ -108,7 +109,8 @@ class Locked(Exception):
 
 
 def normalise_username(username: str) -> str:
-    return unicodedata.normalize("NFKC", str(username)).strip().casefold()
+    """The name as every budget and the user lookup know it (NFKC, case-folded)."""
+    return names.fold(username)
 
 
 def _digest(*parts: str) -> str:
@@ -132,7 +134,7 @@ def _slots(prefix: str, limit: int) -> list[str]:
     return [f"{prefix}:{i}" for i in range(limit)]
 
 
-def _seconds_left(keys: list[str], now: float) -> int:
+def _seconds_left(cache, keys: list[str], now: float) -> int:
     """Until the oldest slot of a full budget frees (its value is its expiry time)."""
     expiries = [v for v in cache.get_many(keys).values() if isinstance(v, int | float)]
     return max(1, math.ceil(min(expiries) - now)) if expiries else 1
@@ -141,18 +143,35 @@ def _seconds_left(keys: list[str], now: float) -> int:
 class Reservation:
     """The slots one attempt took; kept on failure, given back on success."""
 
-    def __init__(self, slots: list[str], pair_prefix: str | None, pair_limit: int):
-        self.slots, self.pair_prefix, self.pair_limit = slots, pair_prefix, pair_limit
+    def __init__(self, cache, slots: list[str], pair_prefix: str | None, pair_limit: int):
+        self.cache, self.slots = cache, slots
+        self.pair_prefix, self.pair_limit = pair_prefix, pair_limit
 
     def succeeded(self) -> None:
         keys = list(self.slots)
         if self.pair_prefix:
             keys += _slots(self.pair_prefix, self.pair_limit)
-        cache.delete_many(keys)
+        try:
+            self.cache.delete_many(keys)
+        except outage.errors() as error:  # Redis went away meanwhile: the slots expire
+            outage.note_down(error)
 
 
 def reserve(username: str, address: str | None) -> Reservation:
-    """Take one slot in every budget of this attempt, or raise Locked (taking none)."""
+    """Take one slot in every budget of this attempt, or raise Locked (taking none). In the
+    default cache (Redis), or in the database cache while Redis is down (h2htalk.outage)."""
+    store = outage.throttle_cache()
+    try:
+        return _reserve(store, username, address)
+    except outage.errors() as error:
+        outage.note_down(error)
+        fallback = outage.throttle_cache()
+        if fallback is store:
+            raise
+        return _reserve(fallback, username, address)
+
+
+def _reserve(cache, username: str, address: str | None) -> Reservation:
     lifetime = settings.LOGIN_LOCKOUT_SECONDS
     now = time.time()
     wanted = budgets(username, address)
@@ -166,14 +185,15 @@ def reserve(username: str, address: str | None) -> Reservation:
                 None,
             )
             if slot is None:
-                raise Locked(_seconds_left(keys, now))
+                raise Locked(_seconds_left(cache, keys, now))
             claimed.append(slot)
     except BaseException:
         if claimed:
-            cache.delete_many(claimed)
+            with contextlib.suppress(*outage.errors()):
+                cache.delete_many(claimed)
         raise
     pair = wanted[0] if address is not None else (None, 0)
-    return Reservation(claimed, *pair)
+    return Reservation(cache, claimed, *pair)
 
 
 def lockout_message(seconds: int) -> str:
@@ -210,10 +230,26 @@ class ThrottledModelBackend(ModelBackend):
             _note_lockout(request, locked.seconds)
             # PermissionDenied stops authenticate() from trying any other backend.
             raise PermissionDenied(lockout_message(locked.seconds)) from None
-        user = super().authenticate(request, username=username, password=password, **kwargs)
+        user = self._check_password(str(username), password)
         if user is not None:
             reservation.succeeded()
         return user
+
+    def _check_password(self, username: str, password: str):
+        """ModelBackend's check, the user found by their folded name (`names.fold`): `Anna`,
+        `anna` and full-width `ａｎｎａ` are one account on every login path."""
+        from django.contrib.auth import get_user_model
+
+        User = get_user_model()
+        user = User._default_manager.filter(username_key__folded=names.fold(username)).first()
+        if user is None:  # a user saved without the signal (a raw insert): the exact name
+            user = User._default_manager.filter(**{User.USERNAME_FIELD: username}).first()
+        if user is None:
+            User().set_password(password)  # as ModelBackend: the same time as a wrong password
+            return None
+        if user.check_password(password) and self.user_can_authenticate(user):
+            return user
+        return None
 
     def get_user(self, user_id):
         """The session's user, with their roles read in the same query (`roles.with_roles`)."""

@@ -27,7 +27,7 @@ from django.db.models import F
 from django.http import Http404
 from django.utils import timezone
 
-from . import heartbeat, uploads
+from . import heartbeat, outage, uploads
 from .models import Job, State
 from .roles import ADMIN, user_roles
 
@@ -119,8 +119,8 @@ def set_progress(job_id: int, done: int, total: int, message: str) -> None:
 def live_progress(job: Job) -> dict:
     """Done/total/message/percent for a job, preferring the live value while it runs."""
     values = {"done": job.done, "total": job.total, "message": job.message}
-    if not job.is_finished:
-        values.update(cache.get(_key(job.pk)) or {})
+    if not job.is_finished:  # while Redis is down: what the database last heard (outage)
+        values.update(outage.call(cache, "get", _key(job.pk)) or {})
         if job.state == State.RUNNING and job.attempts > 1:
             note = f"attempt {job.attempts}, after the worker was lost"
             values["message"] = f"{values['message']} ({note})" if values["message"] else note

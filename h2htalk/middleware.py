@@ -1,6 +1,8 @@
 """Answers for two exceptions a view may raise, instead of Django's own handling.
 
-A database that is away (restarting, failing over) answers 503 with Retry-After, not a 500.
+A database that is away (restarting, failing over) answers 503 with Retry-After, not a 500;
+so does Redis (the cache or Celery's broker) where a page cannot do without it (h2htalk.outage:
+sessions and the login throttle carry on from the database).
 The request did nothing that needs undoing: each view's writes are atomic, so the client can
 simply retry (submit is idempotent by item key). API paths get JSON, htmx requests a short
 text that htmx shows in place, pages the 503 page in the site's layout (rendered without
@@ -16,9 +18,9 @@ import logging
 from django.core.exceptions import PermissionDenied
 from django.db import InterfaceError, OperationalError
 from django.http import HttpResponse, JsonResponse
-from django.utils.translation import gettext, gettext_noop
+from django.utils.translation import gettext, gettext_lazy, gettext_noop
 
-from . import errors
+from . import errors, outage
 
 logger = logging.getLogger(__name__)
 
@@ -26,6 +28,10 @@ RETRY_AFTER_SECONDS = 5
 # English here (marked for the catalogue), in the request's language in the answer.
 MESSAGE = gettext_noop(
     "The database is not reachable right now; nothing was changed. Try again shortly."
+)
+REDIS_MESSAGE = gettext_lazy(
+    "A service this page needs (Redis: background work, live progress) is not reachable right "
+    "now. Try again shortly."
 )
 
 
@@ -37,21 +43,24 @@ class DatabaseUnavailableMiddleware:
         return self.get_response(request)
 
     def process_exception(self, request, exception):
-        if not isinstance(exception, OperationalError | InterfaceError):
+        if isinstance(exception, OperationalError | InterfaceError):
+            what, message = "database", gettext(MESSAGE)
+        elif isinstance(exception, outage.errors()):
+            outage.note_down(exception)
+            what, message = "Redis", str(REDIS_MESSAGE)
+        else:
             return None
         logger.warning(
-            "database unavailable for %s %s: %s", request.method, request.path, exception
+            "%s unavailable for %s %s: %s", what, request.method, request.path, exception
         )
         if request.path.startswith("/api/"):
-            response = JsonResponse({"detail": gettext(MESSAGE)}, status=503)
+            response = JsonResponse({"detail": message}, status=503)
         elif request.headers.get("HX-Request") == "true":
-            response = HttpResponse(
-                gettext(MESSAGE), status=503, content_type="text/plain; charset=utf-8"
-            )
+            response = HttpResponse(message, status=503, content_type="text/plain; charset=utf-8")
         else:
             retry = request.get_full_path() if request.method == "GET" else None
             response = errors.page(
-                request, 503, reason=gettext(MESSAGE), with_request=False, retry_url=retry
+                request, 503, reason=message, with_request=False, retry_url=retry
             )
         response["Retry-After"] = str(RETRY_AFTER_SECONDS)
         return response

@@ -174,3 +174,22 @@ class Profile(models.Model):
 
     def __str__(self):
         return f"{self.user_id}: {self.language or '-'}"
+
+
+class UsernameKey(models.Model):
+    """A user's name in the two forms no other user's may share (h2htalk.accounts.names): the
+    folded name (NFKC + case-folded) and its look-alike skeleton. Kept by a post_save signal of
+    the user model; the unique indexes make the database refuse a clash that two requests at
+    the same moment could not see in each other."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL,
+        primary_key=True,
+        on_delete=models.CASCADE,
+        related_name="username_key",
+    )
+    folded = models.CharField(max_length=600, unique=True)
+    skeleton = models.CharField(max_length=600, unique=True)
+
+    def __str__(self):
+        return self.folded

@@ -254,24 +254,32 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 REDIS_URL = os.environ.get(
     "REDIS_URL", CELERY_BROKER_URL if CELERY_BROKER_URL.startswith("redis") else ""
 )
+_DATABASE_CACHE = {
+    "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+    "LOCATION": "h2htalk_cache",  # the table of migration h2htalk 0003_cache_table
+    # Culling past MAX_ENTRIES deletes live keys (throttle slots among them): keep it far above
+    # any real load; expired rows are culled first anyway.
+    "OPTIONS": {"MAX_ENTRIES": 1_000_000},
+}
+# A Redis that does not answer: a refused connection fails at once; a silent host after this
+# many seconds (then h2htalk.outage carries on from the database; see the README).
+REDIS_CONNECT_TIMEOUT = float(os.environ.get("REDIS_CONNECT_TIMEOUT", "2"))
 if REDIS_URL:
     CACHES = {
         "default": {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": os.environ.get("CACHE_KEY_PREFIX", "h2htalk"),
-        }
+            "OPTIONS": {
+                "socket_connect_timeout": REDIS_CONNECT_TIMEOUT,
+                "socket_timeout": max(5.0, REDIS_CONNECT_TIMEOUT),
+            },
+        },
+        # While Redis is down: the login throttle counts here (h2htalk.outage).
+        "fallback": _DATABASE_CACHE,
     }
 else:
-    CACHES = {
-        "default": {
-            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
-            "LOCATION": "h2htalk_cache",  # the table of migration h2htalk 0003_cache_table
-            # Culling past MAX_ENTRIES deletes live keys (throttle slots among them): keep it
-            # far above any real load; expired rows are culled first anyway.
-            "OPTIONS": {"MAX_ENTRIES": 1_000_000},
-        }
-    }
+    CACHES = {"default": _DATABASE_CACHE}
 
 REST_FRAMEWORK = {
     # Token first: its WWW-Authenticate header makes a missing or wrong token a 401, not a 403.
@@ -306,8 +314,9 @@ SPECTACULAR_SETTINGS = {
 }
 
 # Sessions are read from the cache (Redis) and written through to the database: a page
-# request reads no session row, and a session outlives a cache flush.
-SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
+# request reads no session row, and a session outlives a cache flush. While Redis is down they
+# are read from the database alone (h2htalk.outage: Django's cached_db, tolerant).
+SESSION_ENGINE = "h2htalk.outage"
 
 # Hardened when not in debug; `manage.py check --deploy` reads these.
 SESSION_COOKIE_HTTPONLY = True
@@ -327,6 +336,8 @@ if env_bool("DJANGO_SECURE"):
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    # no set-password token in any log line (h2htalk.redact)
+    "filters": {"redact": {"()": "h2htalk.redact.RedactingFilter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["redact"]}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
 }

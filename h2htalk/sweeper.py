@@ -27,8 +27,10 @@ act twice:
 When. `h2htalk.tasks`: on every worker start (at once for queued jobs whose message was lost
 with a killed worker's prefetch, and again once the dead worker's heartbeats are stale), and
 every JOB_SWEEP_SECONDS (default 30) from a timer thread in each worker's main process,
-deduplicated across workers by a cache lock. A sweep is one query on running jobs and one
-cache read.
+deduplicated across workers by a cache lock. Every sweep also re-sends the jobs queued for
+longer than JOB_STALE_SECONDS (`resend_queued`): a message lost with a Redis that restarted
+empty would otherwise leave its job queued for ever. A sweep is one query on running jobs,
+one on queued ones and one cache read.
 
 Duplicates are harmless: `jobs.start` claims only a queued job, so a redelivered or re-sent
 message for a job that is running or finished is ignored.
@@ -46,11 +48,12 @@ import logging
 import time
 from datetime import timedelta
 
+from django.core.cache import cache
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.module_loading import autodiscover_modules
 
-from . import heartbeat, jobs, runner, uploads
+from . import heartbeat, jobs, outage, runner, uploads
 from .models import Job, State
 
 logger = logging.getLogger(__name__)
@@ -188,7 +191,10 @@ def settle(job: Job, now: float | None = None) -> Job:
     _load_registry()
     now = time.time() if now is None else now
     name = jobs.heartbeat_of(job.pk)
-    verdict = _verdict(job, heartbeat.last_beats([name]).get(name), now)
+    beats = outage.call(heartbeat, "last_beats", [name])
+    if beats is None:  # Redis is down: no heartbeat to judge by; the page shows the job as is
+        return job
+    verdict = _verdict(job, beats.get(name), now)
     if verdict is None:
         return job
     job.verdict = verdict
@@ -203,10 +209,16 @@ def _eager() -> bool:
     return bool(app.conf.task_always_eager)
 
 
+def _resent_key(job_id: int) -> str:
+    return f"job-resent:{heartbeat.namespace()}:{job_id}"
+
+
 def resend_queued(older_than: float | None = None) -> list[int]:
     """Send again the queued jobs of restartable kinds that have waited longer than
-    `older_than` seconds (default JOB_STALE_SECONDS): their message may have been prefetched
-    by a worker that was then killed. A duplicate is ignored by `jobs.start`."""
+    `older_than` seconds (default JOB_STALE_SECONDS): their message may be lost (prefetched by
+    a worker that was then killed, or in a Redis that restarted empty). Each job at most once
+    per that many seconds (a cache mark), so a long queue is not flooded with copies; a
+    duplicate is ignored by `jobs.start`. Every periodic sweep calls this."""
     _load_registry()
     waited = heartbeat.stale_seconds() if older_than is None else older_than
     cutoff = timezone.now() - timedelta(seconds=waited)
@@ -215,8 +227,12 @@ def resend_queued(older_than: float | None = None) -> list[int]:
     for pk, kind in queued.filter(
         Q(created_at__lt=cutoff) & (Q(started_at__isnull=True) | Q(started_at__lt=cutoff))
     ).values_list("pk", "kind"):
+        if waited > 0 and not cache.add(_resent_key(pk), 1, timeout=max(1, int(waited))):
+            continue  # re-sent less than JOB_STALE_SECONDS ago
         jobs.restart_task(kind).delay(pk)
         sent.append(pk)
+    if sent:
+        logger.warning("re-sent %d queued job(s) whose message may be lost: %s", len(sent), sent)
     return sent
 
 

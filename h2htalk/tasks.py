@@ -6,7 +6,10 @@
   (JOB_STALE_SECONDS + 1).
 - Every JOB_SWEEP_SECONDS (default 30; 0 turns it off): a timer thread in each worker's main
   process sends a sweep, at most one per interval across all workers (a cache lock). The
-  thread touches only Redis; the sweep itself runs as an ordinary task.
+  thread touches only Redis; the sweep itself runs as an ordinary task. It re-sends the jobs
+  queued for longer than JOB_STALE_SECONDS too (each at most once per JOB_STALE_SECONDS): their
+  message may be lost (Redis restarted empty, a prefetching worker killed), and a duplicate of
+  a message that was not lost is ignored (`jobs.start`).
 """
 
 import logging
@@ -44,7 +47,7 @@ def _periodic_sweeps(interval: float) -> None:
     while not _timer_stop.wait(interval):
         try:
             if cache.add(_sweep_lock_key(), 1, timeout=max(1, int(interval))):
-                sweep_stale_jobs.delay()
+                sweep_stale_jobs.delay(resend_queued=True)
         except Exception:  # Redis away for a moment: try again next time
             logger.warning("could not send the periodic job sweep", exc_info=True)
 

@@ -205,6 +205,8 @@ def celery_eager(request):
 # the other tests instead of leaving one worker alone with them at the end.
 WAITING_FIRST = (
     "tests/test_faults.py",
+    "tests/test_faults_redis.py",
+    "tests/test_redis_outage.py",
     "tests/scenarios/test_generation_worker.py",
     "tests/scoring/test_judge_worker.py",
     "tests/scoring/test_release_worker.py",

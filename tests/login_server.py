@@ -155,7 +155,13 @@ def manage(env: dict, *args: str, stdin: str | None = None) -> str:
 
 
 @contextmanager
-def gunicorn(env: dict, workers: int = 3, repo: Path = REPO):
+def gunicorn(
+    env: dict,
+    workers: int = 3,
+    repo: Path = REPO,
+    access_format: str = "%(p)s %(m)s %(U)s %(s)s",
+    timeout: int = 120,
+):
     """Serve h2htalk with `workers` sync workers on a free loopback port; yields (port, log)."""
     port = free_port()
     log = Path(env.get("H2H_LOG_DIR") or tempfile.gettempdir()) / f"gunicorn-{port}.log"
@@ -169,11 +175,11 @@ def gunicorn(env: dict, workers: int = 3, repo: Path = REPO):
             "-w",
             str(workers),
             "--timeout",
-            "120",
+            str(timeout),
             "--access-logfile",
             str(log),
             "--access-logformat",
-            "%(p)s %(m)s %(U)s %(s)s",
+            access_format,
         ],
         cwd=repo,
         env=env,

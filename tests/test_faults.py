@@ -451,6 +451,8 @@ def test_resend_queued_sends_long_waiting_jobs_again(stub_kind):
 
     assert sweeper.resend_queued() == [waiting.pk]
     assert stub_kind.sent == [waiting.pk]
+    assert sweeper.resend_queued() == []  # at most once per JOB_STALE_SECONDS
+    assert waiting.pk in sweeper.resend_queued(older_than=0)  # (no mark when 0)
 
 
 # ---------------------------------------------------------------- dead or overdue jobs end failed

@@ -56,6 +56,7 @@ EXPECTED = {
     "admin_home": ADMINS,
     "set_roles": ADMINS,
     "set_active": ADMINS,
+    "revoke_links": ADMINS,
     "create_users": ADMINS,
     # Setting a password from a one-time link: whoever holds the link (the token decides).
     "password_set": EVERYONE,
@@ -90,6 +91,7 @@ EXPECTED = {
     "user-list": ADMINS,
     "user-detail": ADMINS,
     "user-deactivate": ADMINS,
+    "user-revoke-links": ADMINS,
     "api_docs": RESEARCH,
     # Companions, generation runs and responses (model names: researchers only).
     "companions:list": RESEARCH,
@@ -202,8 +204,10 @@ POST_ONLY = {
     "set_language",
     "set_roles",
     "set_active",
+    "revoke_links",
     "create_users",
     "user-deactivate",
+    "user-revoke-links",
     "scenarios:bulk",
     "scenarios:review",
     "scenarios:import_confirm",
@@ -242,6 +246,7 @@ REDIRECTS = {"home", "releases:export"}  # the world's release is not computed: 
 PK_OBJECT = {
     "user-detail": "target",
     "user-deactivate": "target",
+    "user-revoke-links": "target",
     "job_detail": "job",
     "job_progress": "job",
     "scenarios:persona_edit": "persona",
@@ -466,9 +471,12 @@ def make_world(users: dict, django_user_model) -> World:
         n_boot=100,
         compute_now=False,  # frozen and computed only by the compute probes: keeps this cheap
     )
+    target = make_user(django_user_model, "target1", "annotator")
+    target.set_unusable_password()  # onboarded, no password yet: has a link to revoke
+    target.save(update_fields=["password"])
     return World(
         users=users,
-        target=make_user(django_user_model, "target1", "annotator"),
+        target=target,
         persona=persona,
         scenario=scenario,
         job=job,
@@ -590,6 +598,10 @@ def _target_active(world):
     return get_user_model().objects.get(pk=world.target.pk).is_active
 
 
+def _target_password(world):
+    return get_user_model().objects.get(pk=world.target.pk).password
+
+
 PROBES = {
     "set_roles": Probe(
         data=lambda w: {"roles": ["admin", "researcher"]},
@@ -597,6 +609,8 @@ PROBES = {
     ),
     "set_active": Probe(data=lambda w: {"active": "0"}, state=_target_active),
     "user-deactivate": Probe(data=lambda w: {}, state=_target_active),
+    "revoke_links": Probe(data=lambda w: {}, state=_target_password),
+    "user-revoke-links": Probe(data=lambda w: {}, state=_target_password),
     "create_users": Probe(
         data=lambda w: {
             "file": SimpleUploadedFile(

@@ -14,7 +14,7 @@ from h2htalk.serializers import ErrorSerializer
 
 from . import links, onboarding, users
 
-MAX_USERS = 10_000  # per request
+MAX_USERS = onboarding.MAX_USERS  # per request
 
 
 class NewUserSerializer(serializers.Serializer):
@@ -60,6 +60,12 @@ class RowErrorSerializer(serializers.Serializer):
 class OnboardingErrorSerializer(serializers.Serializer):
     detail = serializers.CharField()
     errors = RowErrorSerializer(many=True)
+
+
+class RevokedSerializer(serializers.Serializer):
+    revoked = serializers.BooleanField(
+        help_text="False when the user has set a password (no link of theirs is open)."
+    )
 
 
 class UserSerializer(serializers.ModelSerializer):
@@ -111,9 +117,11 @@ def _shape_errors(errors) -> list[dict]:
     ]
 
 
-def _refused(errors: list[dict]) -> Response:
+def _refused(errors: list[dict], code: int = status.HTTP_400_BAD_REQUEST) -> Response:
     detail = f"{len(errors)} error(s); nothing was created."
-    return Response({"detail": detail, "errors": errors}, status=status.HTTP_400_BAD_REQUEST)
+    if code == status.HTTP_409_CONFLICT:
+        detail += " Another request created users with clashing names at the same moment."
+    return Response({"detail": detail, "errors": errors}, status=code)
 
 
 @summarised("user", "users")
@@ -132,6 +140,11 @@ class UserViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gen
         responses={
             201: CreatedSerializer,
             400: OpenApiResponse(OnboardingErrorSerializer, description="Nothing created."),
+            409: OpenApiResponse(
+                OnboardingErrorSerializer,
+                description="Nothing created: another request created users whose names clash "
+                "with these at the same moment (the rows named).",
+            ),
         },
     )
     def create(self, request, format=None):
@@ -144,7 +157,7 @@ class UserViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gen
         try:
             outcomes = onboarding.create_users(rows, request.build_absolute_uri("/"))
         except onboarding.OnboardingError as error:
-            return _refused([vars(e) for e in error.errors])
+            return _refused([vars(e) for e in error.errors], error.status)
         body = {"users": [vars(o) for o in outcomes], "link_expires": links.expiry()}
         return Response(CreatedSerializer(body).data, status=status.HTTP_201_CREATED)
 
@@ -161,3 +174,13 @@ class UserViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gen
         except users.AccountError as error:
             return Response({"detail": str(error)}, status=status.HTTP_400_BAD_REQUEST)
         return Response(UserSerializer(user).data)
+
+    @extend_schema(
+        summary="Revoke the user's set-password links (every one issued so far stops working)",
+        request=None,
+        responses={200: RevokedSerializer},
+    )
+    @action(detail=True, methods=["post"], url_path="revoke-links")
+    def revoke_links(self, request, pk=None, format=None):
+        user = self.get_object()
+        return Response({"revoked": links.revoke(user)})

@@ -13,8 +13,17 @@ file with one bad row, or a failure half-way, creates nobody.
 Re-running is safe. A username that exists already is not created again; its email and
 password stay as they are, and the row's role and campaigns are added to what the user has
 (never removed). Running the same file twice therefore changes nothing, and a file that adds a
-campaign to existing annotators does only that. A username that differs from an existing one
-only in case is an error (two accounts "Anna" and "anna" are a typo, not two people).
+campaign to existing annotators does only that.
+
+Names that could be confused are refused (`names`): a name is stored NFKC-normalised
+(full-width `ａｄｍｉｎ` is `admin`), one that equals an existing one once case-folded is an
+error (two accounts "Anna" and "anna" are a typo, not two people), and so is one that looks like
+an existing one (`аdmin` with a Cyrillic `а`). The database enforces both (`UsernameKey`'s
+unique indexes): when another request created a clashing name at the same moment, the rows that
+now clash are reported (`Conflict`, 409 on the API), never a server error.
+
+A file or request holds at most MAX_USERS rows (10,000): larger ones are refused before any
+row is checked, with a message naming the limit (split the file).
 
 New users get no usable password: each gets a one-time link to set one (`links`). An existing
 user who has not set a password yet gets a fresh link; one who has, or is deactivated, none.
@@ -29,20 +38,22 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
-from django.db import transaction
-from django.db.models.functions import Lower
+from django.db import IntegrityError, transaction
+from django.db.models import Q
 
 from annotation.models import Campaign
 from h2htalk import csvexport, uploads
+from h2htalk.models import UsernameKey
 from h2htalk.params import parse_int
 from h2htalk.roles import ADMIN, ANNOTATOR, RESEARCHER, ROLES
 
-from . import links, users
+from . import links, names, users
 
 SEPARATOR = ";"
 COLUMNS = ("username", "email", "role", "campaigns")
 REQUIRED_COLUMNS = ("username", "email", "role")
 EMAIL_MAX = 254
+MAX_USERS = 10_000  # rows per file or API request
 CHUNK = 500  # names per IN (...) query, under SQLite's variable limit
 CREATED, EXISTS = "created", "exists"
 # What a role joins in a campaign: (the campaign's field, the user's reverse relation).
@@ -74,11 +85,19 @@ class RowError:
 class OnboardingError(Exception):
     """The rows could not be taken; nothing was written."""
 
+    status = 400
+
     def __init__(self, errors: list[RowError]):
         self.errors = errors
         shown = "\n".join(str(error) for error in errors[:50])
         more = f"\n… and {len(errors) - 50} more" if len(errors) > 50 else ""
         super().__init__(f"{len(errors)} error(s), nothing written:\n{shown}{more}")
+
+
+class Conflict(OnboardingError):
+    """Another request created users whose names clash with these rows at the same moment."""
+
+    status = 409
 
 
 @dataclass
@@ -132,8 +151,17 @@ def _check_header(header: list[str]) -> list[RowError]:
     return errors
 
 
-def read_csv(stream) -> list[UserRow]:
-    """The rows of a users CSV (a binary stream); raises OnboardingError naming line and field."""
+def too_many(limit: int, where: str) -> RowError:
+    message = (
+        f"more than {limit:,} users: at most {limit:,} per file or request (MAX_USERS); "
+        "split it into smaller ones"
+    )
+    return RowError(where, "(rows)", message)
+
+
+def read_csv(stream, limit: int | None = MAX_USERS) -> list[UserRow]:
+    """The rows of a users CSV (a binary stream), at most `limit` of them (None: no limit);
+    raises OnboardingError naming line and field."""
     reader = csv.reader(_text_lines(stream))
     try:
         header = _cells(next(reader, []))
@@ -144,6 +172,8 @@ def read_csv(stream) -> list[UserRow]:
             where = f"line {reader.line_num}"
             if not any(value.strip() for value in values):
                 continue  # a blank line
+            if limit is not None and len(rows) >= limit:
+                raise OnboardingError([too_many(limit, where)])  # before checking 100,000 rows
             if len(values) > len(header):
                 errors.append(RowError(where, "(csv)", "more cells than columns"))
                 continue
@@ -181,6 +211,10 @@ def _field_errors(row: UserRow) -> list[RowError]:
         errors.append(RowError(row.where, name, message))
 
     limit = User._meta.get_field("username").max_length
+    cells = {"username": row.username, "email": row.email, "role": row.role}
+    cells["campaigns"] = SEPARATOR.join(row.campaigns)
+    if nul := [name for name, value in cells.items() if "\x00" in value]:
+        return [RowError(row.where, name, "contains a NUL character (\\0)") for name in nul]
     if not row.username:
         bad("username", "required")
     elif len(row.username) > limit:
@@ -208,22 +242,37 @@ def _chunks(items: list, size: int = CHUNK):
         yield items[start : start + size]
 
 
-def _existing_users(rows: list[UserRow]) -> dict[str, object]:
-    """Existing users whose lower-cased username is one of the rows', by lower-cased name."""
-    names = sorted({row.username.lower() for row in rows})
-    found = {}
-    for chunk in _chunks(names):
-        query = get_user_model().objects.annotate(lowered=Lower("username"))
-        for user in query.filter(lowered__in=chunk).prefetch_related(
+def _clean(values) -> list[str]:
+    """Values a query may carry (PostgreSQL refuses a NUL; such a row is already an error)."""
+    return sorted({value for value in values if "\x00" not in value})
+
+
+@dataclass
+class _Existing:
+    """Existing users whose folded name or skeleton is one of the rows'."""
+
+    by_folded: dict = field(default_factory=dict)
+    by_skeleton: dict = field(default_factory=dict)
+
+
+def _existing_users(rows: list[UserRow]) -> _Existing:
+    found = _Existing()
+    wanted = [names.keys(row.username) for row in rows]
+    folded, skeletons = _clean(f for f, _ in wanted), _clean(s for _, s in wanted)
+    for chunk_f, chunk_s in zip(_chunks(folded), _chunks(skeletons), strict=True):
+        keys = UsernameKey.objects.filter(Q(folded__in=chunk_f) | Q(skeleton__in=chunk_s))
+        query = get_user_model().objects.filter(username_key__in=keys)
+        for user in query.select_related("username_key").prefetch_related(
             "groups", "rating_campaigns", "member_campaigns"
         ):
-            found[user.lowered] = user
+            found.by_folded[user.username_key.folded] = user
+            found.by_skeleton[user.username_key.skeleton] = user
     return found
 
 
 def _campaign_lookup(rows: list[UserRow]) -> dict[str, Campaign]:
     """Each campaign key of the rows -> the campaign named so, or else with that id."""
-    keys = sorted({key for row in rows for key in row.campaigns})
+    keys = _clean(key for row in rows for key in row.campaigns)
     found = {}
     for chunk in _chunks(keys):
         found |= {c.name: c for c in Campaign.objects.filter(name__in=chunk)}
@@ -240,6 +289,37 @@ class _Planned:
     campaigns: list[Campaign]
 
 
+def _name_errors(row: UserRow, existing: _Existing, seen: dict) -> tuple[list, object]:
+    """A row's name against the earlier rows and the existing users: (errors, the user it
+    names). Same folded name as an existing user: that user (an error unless it is spelled
+    exactly so); same skeleton only: a look-alike, refused."""
+    folded, skeleton = names.keys(row.username)
+    user = existing.by_folded.get(folded)
+    errors = []
+
+    def bad(message):
+        errors.append(RowError(row.where, "username", message))
+
+    clean = names.clean(row.username)
+    if user is not None and user.username != row.username:
+        if user.username.casefold() == row.username.casefold():
+            bad(f"differs only in case from the existing user {user.username!r}")
+        else:
+            bad(f"is the existing user {user.username!r} once normalised (Unicode NFKC, case)")
+    elif user is None and skeleton in existing.by_skeleton:
+        other = existing.by_skeleton[skeleton].username
+        bad(f"looks like the existing user {other!r} (letters of another script)")
+    elif ("folded", folded) in seen:
+        bad(f"repeats {seen['folded', folded]}")
+    elif ("skeleton", skeleton) in seen:
+        bad(f"looks like the name of {seen['skeleton', skeleton]} (letters of another script)")
+    elif row.username != clean:
+        bad(f"has compatibility characters (full-width or similar): write {clean!r}")
+    seen.setdefault(("folded", folded), row.where)
+    seen.setdefault(("skeleton", skeleton), row.where)
+    return errors, user
+
+
 def check(rows: list[UserRow]) -> list[_Planned]:
     """Every row checked against the others and the database; raises OnboardingError."""
     errors, plan, seen = [], [], {}
@@ -247,16 +327,11 @@ def check(rows: list[UserRow]) -> list[_Planned]:
     campaigns = _campaign_lookup(rows)
     for row in rows:
         row_errors = _field_errors(row)
-        key = row.username.lower()
-        user = existing.get(key)
-        if key in seen:
-            row_errors.append(RowError(row.where, "username", f"repeats {seen[key]}"))
-        elif user is not None and user.username != row.username:
-            message = f"differs only in case from the existing user {user.username!r}"
-            row_errors.append(RowError(row.where, "username", message))
-        seen.setdefault(key, row.where)
+        name_errors, user = _name_errors(row, existing, seen)
+        if not any(error.field == "username" for error in row_errors):
+            row_errors += name_errors
         missing = [key for key in row.campaigns if key not in campaigns]
-        if missing:
+        if missing and "\x00" not in "".join(row.campaigns):
             message = "no campaign with this name or id: " + ", ".join(map(repr, missing))
             row_errors.append(RowError(row.where, "campaigns", message))
         errors += row_errors
@@ -272,8 +347,24 @@ def check(rows: list[UserRow]) -> list[_Planned]:
 def _create(row: UserRow):
     user = get_user_model()(username=row.username, email=row.email, is_staff=row.role == ADMIN)
     user.set_unusable_password()
+    user.username_key_by_caller = True  # written in bulk by `_keys`, not one by one
     user.save()
     return user
+
+
+def _keys(outcomes: list[Outcome]) -> None:
+    """The new users' `UsernameKey` rows, in bulk (their unique indexes refuse a clash)."""
+    created = [o.user for o in outcomes if o.status == CREATED]
+    UsernameKey.objects.bulk_create(
+        [
+            UsernameKey(
+                user=user,
+                **dict(zip(("folded", "skeleton"), names.keys(user.username), strict=True)),
+            )
+            for user in created
+        ],
+        batch_size=CHUNK,
+    )
 
 
 def _additions(planned: _Planned) -> tuple[bool, list[Campaign]]:
@@ -321,16 +412,44 @@ def create_users(
 ) -> list[Outcome]:
     """Check every row, then create the new users and add roles and campaigns, all in one
     transaction; the outcomes carry the one-time links. `track` wraps the rows being written
-    (a progress bar). Raises OnboardingError (nothing written)."""
-    with transaction.atomic():
-        plan = check(rows)
-        joins = defaultdict(list)
-        outcomes = [_write_one(planned, joins) for planned in track(plan)]
-        _join(joins)
-    for outcome in outcomes:
-        if links.needs_link(outcome.user):
-            outcome.link = links.password_link(outcome.user, base_url)
+    (a progress bar). Raises OnboardingError (nothing written), Conflict when another request
+    created clashing names meanwhile (the database's unique indexes refused ours)."""
+    plan = []
+    try:
+        with transaction.atomic():
+            plan = check(rows)
+            joins = defaultdict(list)
+            outcomes = [_write_one(planned, joins) for planned in track(plan)]
+            _keys(outcomes)
+            _join(joins)
+            for outcome in outcomes:
+                if links.needs_link(outcome.user):
+                    # a new user's password was just made unusable; an existing one's link
+                    # cancels the links they were given before
+                    fresh = outcome.status == CREATED
+                    outcome.link = links.password_link(outcome.user, base_url, rotate=not fresh)
+    except IntegrityError:
+        raise _conflict(rows, {p.row.where for p in plan if p.user is None}) from None
     return outcomes
+
+
+def _conflict(rows: list[UserRow], new: set[str]) -> Conflict:
+    """What clashes now that the other request's users exist (read after our rollback): look-
+    alikes as `check` says, and names it created that these rows would have created."""
+    try:
+        plan = check(rows)
+    except OnboardingError as error:
+        return Conflict(error.errors)
+    message = (
+        "was created by another request at the same moment; nothing was written: send the "
+        "rows again (existing users are then updated, not created twice)"
+    )
+    taken = [
+        RowError(p.row.where, "username", message)
+        for p in plan
+        if p.user is not None and p.row.where in new
+    ]
+    return Conflict(taken or [RowError("(rows)", "username", message)])
 
 
 LINK_COLUMNS = ["username", "email", "role", "status", "changes", "link"]

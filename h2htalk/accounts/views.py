@@ -52,6 +52,20 @@ def set_active(request, user_id):
 
 @require_POST
 @role_required(ADMIN)
+def revoke_links(request, user_id):
+    """Make every set-password link the user was given unusable."""
+    user = get_object_or_404(get_user_model(), pk=user_id)
+    if links.revoke(user):
+        messages.success(request, gettext("Every link of %(name)s is revoked.") % {"name": user})
+    else:
+        messages.info(
+            request, gettext("%(name)s has set a password: no open link.") % {"name": user}
+        )
+    return redirect("admin_home")
+
+
+@require_POST
+@role_required(ADMIN)
 @never_cache  # the links are shown once and kept nowhere
 def create_users(request):
     form = UsersFileForm(request.POST, request.FILES)
@@ -61,7 +75,7 @@ def create_users(request):
         rows = onboarding.read_csv(form.cleaned_data["file"])
         outcomes = onboarding.create_users(rows, request.build_absolute_uri("/"))
     except onboarding.OnboardingError as error:
-        return _manage_page(request, form, errors=error.errors, status=400)
+        return _manage_page(request, form, errors=error.errors, status=error.status)
     context = {
         "outcomes": outcomes,
         "with_link": [outcome for outcome in outcomes if outcome.link],

@@ -185,9 +185,12 @@ def test_rerunning_the_same_file_creates_nobody_twice(tmp_path, pilot, main_stud
     out = run(path)
     assert "ann1: exists\n" in out and "res1: exists\n" in out
     assert "0 created, 2 already existed; 2 link(s)" in out  # no password set yet: new links
-    assert sorted(get_user_model().objects.values_list("pk", "username", "password")) == (
-        users_before
-    )
+    users_after = sorted(get_user_model().objects.values_list("pk", "username", "password"))
+    assert [row[:2] for row in users_after] == [row[:2] for row in users_before]
+    # the new links cancelled the first ones: a new unusable password, still unusable
+    changed = {row[1] for row in set(users_after) - set(users_before)}
+    assert changed == {"ann1", "res1"}
+    assert all(row[2].startswith("!") for row in users_after if row[1] in changed)
     assert pilot.annotators.filter(username="ann1").count() == 1
 
 

@@ -71,6 +71,15 @@ def test_a_deactivated_user_cannot_log_in_keep_a_session_or_use_a_token(annotato
     )
     assert token_answer.status_code == 400
 
-    users.set_active(annotator, True, by=admin_user)  # the control: all of it comes back
-    assert api.get("/api/rate/campaigns/").status_code == 200
+    users.set_active(annotator, True, by=admin_user)
+    # the old session and token ended with the deactivation: they do not come back
+    assert api.get("/api/rate/campaigns/").status_code == 401
+    response = session.get("/rate/")
+    assert response.status_code == 302 and response["Location"].startswith("/login/")
+    assert not Token.objects.filter(user=annotator).exists()
+    # the control: logging in again and a new token work
     assert Client().login(username=annotator.username, password=PASSWORD)
+    token_answer = APIClient().post(
+        "/api/token/", {"username": annotator.username, "password": PASSWORD}
+    )
+    assert token_answer.status_code == 200 and token_answer.json()["token"] != token.key

@@ -1,4 +1,6 @@
+import contextlib
 import os
+import tempfile
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
@@ -30,6 +32,8 @@ class Command(BaseCommand):
         parser.add_argument("--dry-run", action="store_true", help="check the file, write nothing")
 
     def handle(self, *args, **options):
+        if options["links_out"] and os.path.islink(options["links_out"]):  # before any write
+            raise CommandError(f"{options['links_out']} is a symbolic link: refused")
         rows = self._read(options["file"])
         try:
             if options["dry_run"]:
@@ -50,7 +54,7 @@ class Command(BaseCommand):
     def _read(self, path):
         try:
             with open(path, "rb") as stream:
-                return onboarding.read_csv(stream)
+                return onboarding.read_csv(stream, limit=None)  # no web timeout here
         except OSError as error:
             raise CommandError(f"{path}: {error.strerror}") from error
         except onboarding.OnboardingError as error:
@@ -64,15 +68,34 @@ class Command(BaseCommand):
             f"{len(with_link)} link(s), valid until {links.expiry():%Y-%m-%d %H:%M %Z}"
         )
         if path:
-            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            os.fchmod(descriptor, 0o600)  # also when the file existed: the links are secrets
-            with os.fdopen(descriptor, "w", encoding="utf-8", newline="") as out:
-                out.write(onboarding.links_csv(outcomes))
+            write_secret(path, onboarding.links_csv(outcomes))
             self.stdout.write(f"{summary}; written to {path}")
             return
         for outcome in with_link:
             self.stdout.write(f"{outcome.username}\t{outcome.link}")
         self.stdout.write(summary)
+
+
+def write_secret(path: str, text: str) -> None:
+    """Write `text` to `path`, readable by its owner only, never through a link: a symbolic
+    link at `path` is refused, and the text goes to a new file (exclusive create, mode 0600)
+    that then replaces `path` by rename, so no existing file (a hard link's other name, a
+    symlink's target) is ever opened or truncated."""
+    if os.path.islink(path):
+        raise CommandError(f"{path} is a symbolic link: refused (give the file itself)")
+    folder = os.path.dirname(os.path.abspath(path))
+    descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=".links-", suffix=".csv")
+    try:
+        os.fchmod(descriptor, 0o600)  # mkstemp's mode already; said here because it matters
+        with os.fdopen(descriptor, "w", encoding="utf-8", newline="") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        raise
 
 
 def bar_iter(items, bar):
