@@ -20,7 +20,7 @@ def test_a_draft_campaign_plans_in_place(researcher_page, draft):
     expect(page.locator("#plan-status-line")).to_contain_text("not yet (no votes yet)")
     form = page.locator("#plan-form")
     expect(form).to_be_visible()  # open while a draft
-    assert page.get_by_label("Companions").input_value() == "3"
+    assert form.locator("#id_n_companions").input_value() == "3"
     page.get_by_label("Smallest Elo difference that matters (δ)").fill("80")
     page.get_by_label("Expected agreement: Krippendorff's α (A / tie / B)").fill("0.4")
     page.locator("#plan-submit").click()
