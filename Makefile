@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 RUNTIME := $(VENV)/.runtime-stamp
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test install lint format bench clean
+.PHONY: demo test install lint format bench mutation clean
 
 # What the platform itself needs (all `make demo` installs) …
 $(RUNTIME): pyproject.toml
@@ -44,6 +44,10 @@ format: $(STAMP)
 
 bench: $(STAMP)
 	SECRET_KEY=$${SECRET_KEY:-bench-only-secret-key} $(BIN)/python -m bench
+
+## Mutation testing of h2htalk/stats/ and annotation/queue.py (README: Mutation testing).
+mutation: $(STAMP)
+	$(BIN)/python -m bench mutation $(MUTATION_ARGS)
 
 clean:
 	rm -rf $(VENV) db.sqlite3 media staticfiles

@@ -249,6 +249,11 @@ def write_json(runs: list[dict], started: datetime) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["mutation"]:  # not a benchmark: mutation testing (bench/_mutation.py)
+        from bench._mutation import main as mutation
+
+        return mutation(argv[1:])
     available = discover()
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
     parser.add_argument("modules", nargs="*", metavar="MODULE", help=f"one of {available}")
