@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from pathlib import Path
 from queue import Queue
 from urllib.parse import urlsplit
@@ -120,13 +121,23 @@ def job_env(copy: Path, job: int) -> dict:
     return env
 
 
+RUNNING: set = set()  # the pytest processes running now
+
+
+def stop(*_) -> None:
+    """SIGTERM: end the running tests too, then clean up as after Ctrl-C."""
+    for proc in list(RUNNING):
+        os.killpg(proc.pid, signal.SIGKILL)
+    raise KeyboardInterrupt
+
+
 def run_tests(copy: Path, job: int, tests: list[str], timeout: float) -> tuple[str, float]:
     """'passed', 'failed' or 'timeout' for the tests in this copy, and the seconds taken."""
     command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-n", "0"]
     if job_env(copy, job).get("DATABASE_URL"):
         command.append("--reuse-db")
     start = time.perf_counter()
-    proc = subprocess.Popen(
+    proc = subprocess.Popen(  # its own process group: killed whole on a timeout or an interrupt
         [*command, *tests],
         cwd=copy,
         env=job_env(copy, job),
@@ -134,12 +145,15 @@ def run_tests(copy: Path, job: int, tests: list[str], timeout: float) -> tuple[s
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
+    RUNNING.add(proc)
     try:
         code = proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         return "timeout", time.perf_counter() - start
+    finally:
+        RUNNING.discard(proc)
     return ("passed" if code == 0 else "failed"), time.perf_counter() - start
 
 
@@ -267,6 +281,7 @@ def main(argv: list[str]) -> int:
                 print(mutant.key)
         return 0
     equivalent = load_equivalent()
+    signal.signal(signal.SIGTERM, stop)
     started = time.perf_counter()
     copies = make_copies(args.jobs)
     rows, runs = [], []
@@ -280,6 +295,10 @@ def main(argv: list[str]) -> int:
             for result in run.get("results", []):
                 if result["status"] == "survived":
                     print(f"  survived: {result['key']}", file=sys.stderr, flush=True)
+    except KeyboardInterrupt:
+        for proc in list(RUNNING):
+            os.killpg(proc.pid, signal.SIGKILL)
+        print("interrupted: the results so far", file=sys.stderr)
     finally:
         for copy in copies:
             shutil.rmtree(copy.parent, ignore_errors=True)
@@ -288,7 +307,9 @@ def main(argv: list[str]) -> int:
     print(f"\n{minutes:.1f} min with {args.jobs} jobs; seed {args.seed}; load {load()}")
     OUT.mkdir(exist_ok=True)
     document = {"rows": rows, "runs": runs, "argv": argv, "minutes": round(minutes, 1)}
-    (OUT / "mutation-latest.json").write_text(json.dumps(document, indent=1), encoding="utf-8")
+    text = json.dumps(document, indent=1)
+    (OUT / f"mutation-{datetime.now(UTC):%Y%m%d-%H%M%S}.json").write_text(text, encoding="utf-8")
+    (OUT / "mutation-latest.json").write_text(text, encoding="utf-8")
     return 1 if any(row["error"] for row in rows) else 0
 
 

@@ -249,3 +249,44 @@ def test_paired_bootstrap_resamples_a_unit_with_its_mirror():
     assert result.high - result.low == pytest.approx(
         np.quantile(reference, 0.975) - np.quantile(reference, 0.025), rel=0.5
     )
+
+
+def test_coefficients_on_a_single_unit_and_with_lone_ratings():
+    one_unit = np.array([[1.0, NAN], [1.0, 2.0], [2.0, NAN]])  # the second unit has one rating
+    assert percent_agreement(one_unit) == pytest.approx(1 / 3)
+    inter_rater = pytest.importorskip("statsmodels.stats.inter_rater")
+    single = [[2, 1, 0]]
+    assert fleiss_kappa_counts(single) == pytest.approx(inter_rater.fleiss_kappa(single))
+    lone = np.array([[1, 2, 1, 2], [1, 2, 2, NAN], [NAN, NAN, NAN, NAN]], float)
+    result = fleiss_kappa(lone)  # the fourth unit (one rating) is not pairable: not skipped
+    assert (result.n_units, result.n_raters, result.n_skipped) == (3, 2, 0)
+    assert pair_kappa([1, 0, -1, 1], [1, 0, 1, 1]) == pytest.approx(
+        cohen_kappa_score([1, 0, -1, 1, -1, 0, 1, -1], [1, 0, 1, 1, -1, 0, -1, -1])
+    )
+
+
+def test_a_value_given_once_still_makes_alpha_defined():
+    matrix = np.array([[1.0, 1.0, 1.0, 1.0], [1.0, 1.0, 1.0, 2.0]])
+    expected = krippendorff.alpha(reliability_data=matrix, level_of_measurement="nominal")
+    assert alpha(matrix, "nominal") == pytest.approx(expected, abs=1e-12)
+
+
+def test_lists_are_accepted_where_arrays_are():
+    matrix = rated(13, units=30)
+    counts, domain = value_counts(matrix)
+    as_lists = coincidence_alpha(counts.tolist(), domain.tolist(), "interval")
+    assert as_lists == pytest.approx(coincidence_alpha(counts, domain, "interval"), abs=1e-12)
+    listed = paired_alpha_with_ci(matrix.tolist(), level="nominal", n_boot=0)
+    assert listed.alpha == pytest.approx(
+        paired_alpha_with_ci(matrix, level="nominal", n_boot=0).alpha
+    )
+
+
+def test_one_draw_is_an_interval_of_one_point_and_the_defaults_are_1000_draws_seed_0():
+    matrix = rated(14, units=40)
+    one = alpha_with_ci(matrix, "nominal", n_boot=1)
+    assert one.n_boot == 1 and np.isfinite(one.low) and one.low == one.high
+    default = paired_alpha_with_ci(matrix, level="nominal")
+    explicit = paired_alpha_with_ci(matrix, level="nominal", n_boot=1000, seed=0, ci=0.95)
+    assert default == explicit and default.n_boot == 1000 and default.ci == 0.95
+    assert alpha_with_ci(matrix, "nominal") == alpha_with_ci(matrix, "nominal", 1000, 0, 0.95)

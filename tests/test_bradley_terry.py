@@ -197,3 +197,30 @@ def test_order_uncertainty_is_the_normal_tail_of_the_difference():
     assert uncertainty[0, 1] == pytest.approx(norm.cdf(-0.3 / np.sqrt(0.04 + 0.05 - 0.02)))
     assert uncertainty[1, 2] == pytest.approx(norm.cdf(-0.7 / np.sqrt(0.05 + 0.02)))
     assert np.diag(uncertainty) == pytest.approx([0.5, 0.5, 0.5])
+
+
+def test_touching_intervals_do_not_make_a_model_significantly_better():
+    """Strictly above: a lower bound equal to another model's upper bound is an overlap."""
+    low = np.array([1000.0, 900.0, 800.0])
+    high = np.array([1100.0, 1000.0, 899.0])
+    assert bt.ci_ranks(low, high).tolist() == [1, 1, 3]
+
+
+def test_aggregate_counts_every_comparison_in_its_cell():
+    """The win matrix from the cells equals a plain count over the comparisons (ties half to
+    each side), whichever side each model was on."""
+    rng = np.random.default_rng(11)
+    n = 5
+    a = rng.integers(0, n, 400)
+    b = (a + rng.integers(1, n, 400)) % n
+    outcome = rng.choice([0.0, 0.5, 1.0], 400)
+    expected = np.zeros((n, n))
+    for i, j, result in zip(a, b, outcome, strict=True):
+        expected[i, j] += result
+        expected[j, i] += 1 - result
+    cells = bt.aggregate(a, b, outcome, n)
+    assert np.array_equal(cells.wins(), expected)
+    assert cells.count.sum() == 400 and (cells.i < cells.j).all()
+    assert set(cells.outcome) <= {0.0, 0.5, 1.0}
+    swapped = bt.aggregate(b, a, 1 - outcome, n)
+    assert np.array_equal(swapped.wins(), expected)

@@ -185,3 +185,10 @@ def test_inputs_that_cannot_give_an_estimate_are_refused():
         ppi.ppi_mean(y, f, f_all[:1])
     smallest = ppi.ppi_mean(y[:2], f[:2], f_all[:2], tune=False)  # two and two are enough
     assert np.isfinite([smallest.low, smallest.high]).all()
+
+
+def test_plain_lists_are_accepted():
+    y, f, f_all = (list(map(float, a)) for a in interior_world())
+    assert ppi.classical_mean(y) == ppi.classical_mean(np.array(y))
+    assert ppi.naive_mean(f_all) == ppi.naive_mean(np.array(f_all))
+    assert ppi.ppi_mean(y, f, f_all) == ppi.ppi_mean(np.array(y), np.array(f), np.array(f_all))
