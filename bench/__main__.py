@@ -8,6 +8,9 @@ that name plus "_bench", so the application's own database is never touched. db.
 the test database are never opened.
 
 Results are also written as JSON to bench/out/ (gitignored).
+
+`python -m bench mutation …` is not a benchmark: it mutation-tests the statistics and the queue
+(bench/_mutation.py; README, "Mutation testing").
 """
 
 import argparse

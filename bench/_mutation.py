@@ -271,14 +271,19 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--list", action="store_true", help="print the mutants, run nothing")
+    parser.add_argument("--only", help="only the mutants whose name contains this text")
+    parser.add_argument("--report", type=Path, help="reprint a saved run (JSON) with today's list")
     args = parser.parse_args(argv)
     plan = [(m, args.sample) for m in (args.module or MAP)]
     if args.stats_sample and not args.module:
         plan += [(m, args.stats_sample) for m in stats_modules() if m not in MAP]
+    if args.report:
+        return report(args.report)
     if args.list:
         for module, sample in plan:
             for mutant in choose(module, sample, args.seed)[0]:
-                print(mutant.key)
+                if args.only is None or args.only in mutant.key:
+                    print(mutant.key)
         return 0
     equivalent = load_equivalent()
     signal.signal(signal.SIGTERM, stop)
@@ -288,6 +293,7 @@ def main(argv: list[str]) -> int:
     try:
         for module, sample in plan:
             chosen, total = choose(module, sample, args.seed)
+            chosen = [m for m in chosen if args.only is None or args.only in m.key]
             print(f"▶ {module}: {len(chosen)} of {total} mutants", file=sys.stderr, flush=True)
             run = run_module(module, chosen, copies, equivalent)
             runs.append(run)
@@ -318,3 +324,21 @@ def load() -> str:
         return " ".join(Path("/proc/loadavg").read_text().split()[:3])
     except OSError:
         return "?"
+
+
+def report(path: Path) -> int:
+    """The table of a saved run, mutants on the reviewed list counted as equivalent."""
+    equivalent = load_equivalent()
+    document = json.loads(path.read_text(encoding="utf-8"))
+    rows = []
+    for run, row in zip(document["runs"], document["rows"], strict=True):
+        for result in run.get("results", []):
+            if result["key"] in equivalent:
+                result["status"] = "equivalent"
+        rows.append(summary_row(run, row["mutants"]))
+    print_table(rows)
+    for run in document["runs"]:
+        for result in run.get("results", []):
+            if result["status"] == "survived":
+                print(f"  survived: {result['key']}")
+    return 0
