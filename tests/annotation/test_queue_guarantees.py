@@ -13,6 +13,7 @@ from annotation import queue
 from annotation.models import Assignment, Campaign, Comparison, Judgment
 from annotation.progress import progress_for
 from annotation.rating_reads import rating_campaign
+from scenarios.models import Scenario
 from tests.annotation import factories
 
 
@@ -27,8 +28,19 @@ def campaign(researcher, raters):
 
 
 def recounted(user, campaign):
-    """The user's progress counted afresh from the database."""
-    return progress_for(user, Campaign.objects.get(pk=campaign.pk))
+    """The user's progress counted afresh from the database, checked against what the
+    counters mean, counted here from the rows."""
+    progress = progress_for(user, Campaign.objects.get(pk=campaign.pk))
+    regular = Comparison.objects.filter(campaign=campaign, is_gold=False)
+    votes = Judgment.objects.filter(comparison__campaign=campaign)
+    left = regular.filter(
+        judgment_count__lt=campaign.overlap, scenario__state=Scenario.State.APPROVED
+    ).exclude(assignments__annotator=user)
+    assert progress.left_for_me == left.count()
+    assert progress.done_total == votes.filter(annotator=user).count()
+    assert progress.campaign_done == votes.filter(comparison__is_gold=False).count()
+    assert progress.campaign_target == regular.count() * campaign.overlap
+    return progress
 
 
 def test_progress_counters_follow_every_hand_out_and_answer(campaign, raters):
@@ -98,6 +110,17 @@ def test_the_judgment_stores_time_on_task_and_what_was_shown(campaign, raters):
     second = queue.next_assignment(raters[0], campaign)
     timed = queue.submit(raters[0], second.key, queue.Submission(1, client_time_ms=4321))
     assert timed.client_time_ms == 4321 and timed.time_on_task_ms < 60_000
+    assert not timed.both_unacceptable and timed.rationale == "" and timed.ratings == {}
+
+
+def test_an_item_whose_scenario_left_review_is_not_shown_again(campaign, raters):
+    """Withdrawn for review (no edit): the open item is closed as rejected and another comes."""
+    item = queue.next_assignment(raters[0], campaign)
+    Scenario.objects.filter(pk=item.comparison.scenario_id).update(state=Scenario.State.IN_REVIEW)
+    other = queue.next_assignment(raters[0], campaign)
+    assert other is not None and other.pk != item.pk
+    assert other.comparison.scenario_id != item.comparison.scenario_id
+    assert Assignment.objects.get(pk=item.pk).state == Assignment.State.REJECTED
 
 
 def test_a_skip_stores_its_reason_and_a_note_cut_at_300_characters(campaign, raters):
