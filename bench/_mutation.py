@@ -263,6 +263,10 @@ def choose(module: str, sample: int, seed: int) -> tuple[list[Mutant], int]:
     return found, len(found)
 
 
+def wanted(mutant: Mutant, only: list[str] | None) -> bool:
+    return only is None or any(text in mutant.key for text in only)
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench mutation", description=__doc__)
     parser.add_argument("--module", action="append", help="a module path (repeatable)")
@@ -271,7 +275,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--list", action="store_true", help="print the mutants, run nothing")
-    parser.add_argument("--only", help="only the mutants whose name contains this text")
+    parser.add_argument(
+        "--only", action="append", help="only mutants whose name contains this (repeatable)"
+    )
     parser.add_argument("--report", type=Path, help="reprint a saved run (JSON) with today's list")
     args = parser.parse_args(argv)
     plan = [(m, args.sample) for m in (args.module or MAP)]
@@ -282,7 +288,7 @@ def main(argv: list[str]) -> int:
     if args.list:
         for module, sample in plan:
             for mutant in choose(module, sample, args.seed)[0]:
-                if args.only is None or args.only in mutant.key:
+                if wanted(mutant, args.only):
                     print(mutant.key)
         return 0
     equivalent = load_equivalent()
@@ -293,7 +299,7 @@ def main(argv: list[str]) -> int:
     try:
         for module, sample in plan:
             chosen, total = choose(module, sample, args.seed)
-            chosen = [m for m in chosen if args.only is None or args.only in m.key]
+            chosen = [m for m in chosen if wanted(m, args.only)]
             print(f"▶ {module}: {len(chosen)} of {total} mutants", file=sys.stderr, flush=True)
             run = run_module(module, chosen, copies, equivalent)
             runs.append(run)
