@@ -200,6 +200,8 @@ def test_paired_alpha_all_missing_and_shape_checks():
         paired_alpha_with_ci(np.ones((2, 3)), np.ones((2, 4)), level="nominal")
     with pytest.raises(ValueError, match="level"):
         paired_alpha_with_ci(np.ones((2, 3)), level="cardinal")
+    with pytest.raises(ValueError, match="level"):  # refused before anything is computed
+        paired_alpha_with_ci(np.full((2, 3), NAN), level="cardinal")
 
 
 def test_paired_alpha_is_the_package_alpha_of_both_halves():
