@@ -292,3 +292,12 @@ def test_one_draw_is_an_interval_of_one_point_and_the_defaults_are_1000_draws_se
     explicit = paired_alpha_with_ci(matrix, level="nominal", n_boot=1000, seed=0, ci=0.95)
     assert default == explicit and default.n_boot == 1000 and default.ci == 0.95
     assert alpha_with_ci(matrix, "nominal") == alpha_with_ci(matrix, "nominal", 1000, 0, 0.95)
+
+
+def test_kappa_pairs_need_20_shared_units_by_default():
+    rng = np.random.default_rng(15)
+    matrix = rng.choice([0.0, 1.0], (3, 21))
+    matrix[1, 20] = NAN  # raters 0 and 1 share 20 units
+    matrix[2, :2] = NAN  # raters 0 and 2 share 19, raters 1 and 2 share 18
+    pairs = cohen_kappa_pairs(matrix)
+    assert pairs[["rater_1", "rater_2", "n"]].values.tolist() == [[0, 1, 20]]
