@@ -301,3 +301,8 @@ def test_kappa_pairs_need_20_shared_units_by_default():
     matrix[2, :2] = NAN  # raters 0 and 2 share 19, raters 1 and 2 share 18
     pairs = cohen_kappa_pairs(matrix)
     assert pairs[["rater_1", "rater_2", "n"]].values.tolist() == [[0, 1, 20]]
+
+
+def test_one_paired_draw_is_an_interval_of_one_point():
+    one = paired_alpha_with_ci(rated(16, units=40), level="interval", n_boot=1)
+    assert one.n_boot == 1 and np.isfinite(one.low) and one.low == one.high
