@@ -224,3 +224,12 @@ def test_aggregate_counts_every_comparison_in_its_cell():
     assert set(cells.outcome) <= {0.0, 0.5, 1.0}
     swapped = bt.aggregate(b, a, 1 - outcome, n)
     assert np.array_equal(swapped.wins(), expected)
+
+
+def test_bootstrap_defaults_are_1000_draws_at_95_percent_from_seed_0():
+    rng = np.random.default_rng(12)
+    cells = bt.aggregate(*simulate(np.array([-0.3, 0.0, 0.4]), 200, rng), 3)
+    default = bt.bootstrap(cells)
+    explicit = bt.bootstrap(cells, n_boot=1000, level=0.95, seed=0)
+    assert default.draws.shape == (1000, 3) and default.level == 0.95
+    assert np.array_equal(default.draws, explicit.draws)
