@@ -210,8 +210,11 @@ def run_module(module: str, chosen: list[Mutant], copies: list[Path], equivalent
         return {"key": mutant.key, "status": caught, "how": status, "seconds": round(seconds, 1)}
 
     start = time.perf_counter()
-    with ThreadPoolExecutor(len(copies)) as pool:
+    pool = ThreadPoolExecutor(len(copies))
+    try:
         results = list(pool.map(one, chosen))
+    finally:  # on an interrupt: start no further mutant
+        pool.shutdown(wait=True, cancel_futures=True)
     return {
         "module": module,
         "tests": tests,
