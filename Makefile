@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 RUNTIME := $(VENV)/.runtime-stamp
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test install lint format bench clean messages
+.PHONY: demo test install lint format bench mutation clean messages
 
 # What the platform itself needs (all `make demo` installs) …
 $(RUNTIME): pyproject.toml
@@ -53,6 +53,10 @@ messages: $(RUNTIME)
 	SECRET_KEY=$${SECRET_KEY:-messages-only} $(BIN)/python manage.py makemessages -l zh_Hans --no-obsolete $(MESSAGE_IGNORES) --ignore=static
 	SECRET_KEY=$${SECRET_KEY:-messages-only} $(BIN)/python manage.py makemessages -d djangojs -l zh_Hans --no-obsolete $(MESSAGE_IGNORES) --ignore=static/vendor
 	SECRET_KEY=$${SECRET_KEY:-messages-only} $(BIN)/python manage.py compilemessages $(MESSAGE_IGNORES)
+
+## Mutation testing of h2htalk/stats/ and annotation/queue.py (README: Mutation testing).
+mutation: $(STAMP)
+	$(BIN)/python -m bench mutation $(MUTATION_ARGS)
 
 clean:
 	rm -rf $(VENV) db.sqlite3 media staticfiles

@@ -8,6 +8,9 @@ that name plus "_bench", so the application's own database is never touched. db.
 the test database are never opened.
 
 Results are also written as JSON to bench/out/ (gitignored).
+
+`python -m bench mutation …` is not a benchmark: it mutation-tests the statistics and the queue
+(bench/_mutation.py; README, "Mutation testing").
 """
 
 import argparse
@@ -249,6 +252,11 @@ def write_json(runs: list[dict], started: datetime) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["mutation"]:  # not a benchmark: mutation testing (bench/_mutation.py)
+        from bench._mutation import main as mutation
+
+        return mutation(argv[1:])
     available = discover()
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
     parser.add_argument("modules", nargs="*", metavar="MODULE", help=f"one of {available}")

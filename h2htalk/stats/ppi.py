@@ -30,9 +30,9 @@ def tuned_lambda(y, f_labelled, f_unlabelled) -> float:
     y, f, f_all = (np.asarray(a, float) for a in (y, f_labelled, f_unlabelled))
     n, big_n = len(y), len(f_all)
     pooled = np.concatenate([f, f_all])
-    variance = pooled.var(ddof=1)
-    if variance <= 0:
+    if pooled.min() == pooled.max():  # a constant judge: its float variance need not be 0
         return 0.0
+    variance = pooled.var(ddof=1)
     covariance = np.cov(y, f, ddof=1)[0, 1]
     return float(np.clip(covariance / ((1 + n / big_n) * variance), 0.0, 1.0))
 
