@@ -100,13 +100,12 @@ def test_the_judgment_stores_time_on_task_and_what_was_shown(campaign, raters):
     issued = timezone.now() - timedelta(hours=3)  # long enough that 0.1% of it shows
     Assignment.objects.filter(pk=item.pk).update(issued_at=issued)
     before = timezone.now()
-    stored = queue.submit(raters[0], item.key, queue.Submission(-1, both_unacceptable=True))
+    stored = queue.submit(raters[0], item.key, queue.Submission(None, both_unacceptable=True))
     after = timezone.now()
     milliseconds = lambda moment: (moment - issued).total_seconds() * 1000  # noqa: E731
     assert milliseconds(before) - 1 <= stored.time_on_task_ms <= milliseconds(after)
     assert stored.both_unacceptable and stored.client_time_ms is None
-    assert stored.screen_preference == -1
-    assert stored.preference == (-1 if item.left_is_a else 1)
+    assert stored.screen_preference == 0 and stored.preference == 0  # its own outcome: tie point
     assert stored.scenario_hash == item.comparison.scenario.content_hash
     answered = Assignment.objects.get(pk=item.pk)
     assert answered.state == Assignment.State.SUBMITTED and answered.finished_at is not None
@@ -114,6 +113,7 @@ def test_the_judgment_stores_time_on_task_and_what_was_shown(campaign, raters):
     timed = queue.submit(raters[0], second.key, queue.Submission(1, client_time_ms=4321))
     assert timed.client_time_ms == 4321 and timed.time_on_task_ms < 60_000
     assert not timed.both_unacceptable and timed.rationale == "" and timed.ratings == {}
+    assert timed.screen_preference == 1 and timed.preference == (1 if second.left_is_a else -1)
 
 
 def test_an_item_whose_scenario_left_review_is_not_shown_again(campaign, raters):
