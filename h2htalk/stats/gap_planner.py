@@ -294,11 +294,5 @@ def plan(setting: GapSetting, seed: int = 0, studies: int = pl.STUDIES) -> GapPl
             "tie_rate": model.tie_rate,
             "latent_loss": model.loss,
         },
-        search={
-            "studies_per_size": studies,
-            "sizes": sizes,
-            "simulated_power": [float(h.mean()) for h in hits],
-            "large_sample_scenarios": first,
-            "correction": correction,
-        },
+        search=pl.search_dict(studies, sizes, hits, first, correction),
     )

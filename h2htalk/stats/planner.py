@@ -465,14 +465,20 @@ def plan(setting: Setting, seed: int = 0, studies: int = STUDIES, progress=None)
         all_separated=float(check.all(axis=1).mean()),
         simulated_power=float(check.mean()),
         model=_model_dict(model),
-        search={
-            "studies_per_size": studies,
-            "sizes": sizes,
-            "simulated_power": [float(h.mean()) for h in hits],
-            "large_sample_scenarios": first,
-            "correction": correction,
-        },
+        search=search_dict(studies, sizes, hits, first, correction),
     )
+
+
+def search_dict(studies: int, sizes, hits, first, correction: float) -> dict:
+    """How a plan's size was searched (studies simulated per size, their power, the correction);
+    the same record for the adjacent-pairs plan and the flag-gap plan (gap_planner)."""
+    return {
+        "studies_per_size": studies,
+        "sizes": sizes,
+        "simulated_power": [float(h.mean()) for h in hits],
+        "large_sample_scenarios": first,
+        "correction": correction,
+    }
 
 
 def _model_dict(model: Model) -> dict:

@@ -178,11 +178,7 @@ def difference_rows(release: Release, data: dict) -> list[dict]:
             block = entry[source]
             for k, companion in enumerate(data["companions"]):
                 row = {
-                    "release": release.name,
-                    "fingerprint": release.fingerprint,
-                    "flag": flag,
-                    "from_group": entry["from"],
-                    "on_group": entry["on"],
+                    **_difference_head(release, flag, entry),
                     "source": source,
                     "companion_id": companion["id"],
                     "companion": companion["name"],
@@ -202,15 +198,22 @@ def difference_rows(release: Release, data: dict) -> list[dict]:
     return rows
 
 
-def _shared_row(release: Release, data: dict, flag: str, entry: dict) -> dict:
-    """The field's shared shift on a flag (scoring.releases.shared_shift), once per flag."""
-    shared = entry.get("shared") or {"skipped": "not computed for this release"}
-    row = {
+def _difference_head(release: Release, flag: str, entry: dict) -> dict:
+    """The columns every row of a flag's differences starts with (release, flag, its groups)."""
+    return {
         "release": release.name,
         "fingerprint": release.fingerprint,
         "flag": flag,
         "from_group": entry["from"],
         "on_group": entry["on"],
+    }
+
+
+def _shared_row(release: Release, data: dict, flag: str, entry: dict) -> dict:
+    """The field's shared shift on a flag (scoring.releases.shared_shift), once per flag."""
+    shared = entry.get("shared") or {"skipped": "not computed for this release"}
+    row = {
+        **_difference_head(release, flag, entry),
         "source": f"shared ({shared['source']})" if shared.get("source") else "shared",
         "baseline": "absolute",
         "unit": shared.get("unit"),
