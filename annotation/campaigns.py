@@ -182,6 +182,8 @@ def campaign_overview(campaign: Campaign) -> dict:
 
     Progress = judgments on non-gold comparisons / (non-gold comparisons × k); complete means
     k judgments, partial 1 … k−1, untouched none. Gold items ignore k and are counted apart.
+    Only judgments that count are counted (`counting`): those of excluded annotators are
+    `excluded_judgments`, apart.
     """
     k = campaign.overlap
     regular = Q(is_gold=False)
@@ -196,6 +198,13 @@ def campaign_overview(campaign: Campaign) -> dict:
     )
     counts["judged"] = counts["judged"] or 0
     counts["gold_judgments"] = counts["gold_judgments"] or 0
+    excluded = Judgment.objects.filter(
+        comparison__campaign=campaign,
+        comparison__is_gold=False,
+        annotator__exclusions__campaign=campaign,
+    )
+    counts["excluded_judgments"] = excluded.count()
+    counts["excluded_annotators"] = campaign.exclusions.count()
     counts["partial"] = counts["regular"] - counts["complete"] - counts["untouched"]
     counts["target"] = counts["regular"] * k
     counts["percent"] = progress_percent(counts["judged"], counts["target"])
