@@ -757,7 +757,7 @@ def test_detail_page_shows_hand_computed_monitoring_numbers(researcher_client, c
         "9 of 9 (100%) <span" in row1 and "· p=0.004" in row1 and "position: picks the left" in row1
     )
     row2 = cells(raters[2].username)
-    assert "(language 1)" in row2 and '"per-hour">—<' in row2
+    assert "(language: 1)" in row2 and '"per-hour">—<' in row2
     assert "judgments over the hours spent on them" in page
 
 
@@ -782,9 +782,10 @@ def test_detail_page_query_count_does_not_grow_with_judgments(
     assert response.status_code == 200 and len(response.context["rows"]) == 3
 
 
-# Session, user, roles, campaign; judgments, skips, pool, build job, overview, companions,
-# runs, members, owner: 13, whatever the number of judgments, annotators or comparisons.
-MAX_DETAIL_QUERIES = 13
+# Session, user, roles, campaign; judgments, skips, pool, exclusions, build job, overview and
+# its excluded judgments, companions, runs, members, owner: 15, whatever the number of
+# judgments, annotators or comparisons.
+MAX_DETAIL_QUERIES = 15
 
 
 def test_list_shows_progress_and_annotator_count(researcher_client, campaign, raters):
