@@ -48,7 +48,7 @@ def test_a_job_that_broke_or_runs_is_named_by_its_state():
     broken.save()
     said = jobs.outcome(broken)
     assert (said["badge"], said["tone"]) == ("Failed", "failed")
-    assert said["heading"] == f"Job #{broken.pk} · scenario_import"
+    assert said["heading"] == f"Scenario import · #{broken.pk}"  # never the code (issue 23)
     running = job(state=Job.State.RUNNING, rows=3, error_count=1)
     assert jobs.outcome(running)["badge"] == "Running"
     build = job("campaign_build", Job.State.COMPLETED, rows=3)
