@@ -56,7 +56,9 @@ def test_polling_stops_while_the_tab_is_hidden(page, log_in, researcher, raters,
     page.on("request", lambda request: polls.append(request.url) if LIVE in request.url else None)
     page.goto(reverse("campaigns:detail", args=[campaign.pk]))
     live = page.locator("#live")
-    expect(live).to_have_attribute("hx-trigger", "every 1s [document.visibilityState === 'visible']")
+    expect(live).to_have_attribute(
+        "hx-trigger", "every 1s [document.visibilityState === 'visible']"
+    )
     page.wait_for_timeout(2_500)
     assert len(polls) >= 2, polls  # visible: polled every second
     page.evaluate(
@@ -85,5 +87,7 @@ def test_a_closed_campaign_is_not_polled(page, log_in, researcher, campaign):
     campaign.save()
     log_in(researcher)
     page.goto(reverse("campaigns:detail", args=[campaign.pk]))
-    expect(page.locator("#live")).not_to_have_attribute("hx-trigger", "every 1s [document.visibilityState === 'visible']")
+    expect(page.locator("#live")).not_to_have_attribute(
+        "hx-trigger", "every 1s [document.visibilityState === 'visible']"
+    )
     assert page.locator("#live").get_attribute("hx-get") is None
