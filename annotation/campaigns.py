@@ -335,9 +335,7 @@ def _for_display(row: dict) -> None:
 
     row["median_time_s"] = scaled(row["median_time_ms"], 1 / 1000)
     row["median_server_s"] = scaled(row["median_server_ms"], 1 / 1000)
-    row["skip_list"] = [
-        (SKIP_LABELS.get(code, code), n) for code, n in row["skip_reasons"].items()
-    ]
+    row["skip_list"] = [(SKIP_LABELS.get(code, code), n) for code, n in row["skip_reasons"].items()]
 
 
 def latest_build_job(campaign: Campaign) -> Job | None:
