@@ -167,7 +167,7 @@ def test_random_and_adaptive_pairing_build_pairs_per_scenario(
     ("overrides", "field", "message"),
     [
         ({"companions": "first"}, "companions", "at least two companions"),
-        ({"scenario_query": "language=xx"}, "scenario_query", "Invalid filter"),
+        ({"scenario_query": "language=xx"}, "scenario_query", "scenario filter cannot be used"),
         ({"scenario_query": "q=nothing-has-this"}, "scenario_query", "No scenario matches"),
         ({"overlap": 0}, "overlap", "greater than or equal to 1"),
         ({"overlap": 11}, "overlap", "less than or equal to 10"),
