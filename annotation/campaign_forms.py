@@ -8,7 +8,7 @@ from django.utils.translation import gettext_lazy as _
 
 from h2htalk.formfields import ModelMultipleChoiceField
 from h2htalk.roles import ANNOTATOR, RESEARCHER
-from scenarios.filters import ScenarioFilter
+from scenarios.filters import ScenarioFilter, describe_errors
 from scenarios.models import CompanionModel, GenerationRun, Scenario
 
 from .models import Campaign, Judgment
@@ -230,7 +230,7 @@ class CampaignForm(forms.ModelForm):
         query = normalise_query(self.cleaned_data.get("scenario_query") or "")
         filterset = ScenarioFilter(QueryDict(query), queryset=Scenario.objects.all())
         if not filterset.is_valid():
-            raise forms.ValidationError(f"Invalid filter: {filterset.errors.as_text()}")
+            raise forms.ValidationError(describe_errors(filterset))
         if not filterset.qs.exists():
             raise forms.ValidationError("No scenario matches this filter.")
         return query

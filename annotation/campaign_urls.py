@@ -7,6 +7,7 @@ urlpatterns = [
     path("", views.campaign_list, name="list"),
     path("new/", views.campaign_create, name="create"),
     path("<int:pk>/", views.campaign_detail, name="detail"),
+    path("<int:pk>/live/", views.campaign_live, name="live"),
     path("<int:pk>/edit/", views.campaign_edit, name="edit"),
     path("<int:pk>/state/", views.campaign_state, name="state"),
     path("<int:pk>/rebuild/", views.campaign_rebuild, name="rebuild"),

@@ -62,13 +62,33 @@ def campaign_edit(request, pk):
     )
 
 
+# The campaign page's numbers refresh this often while it is open and its tab is visible.
+POLL_SECONDS = 10
+
+
+def _live_context(campaign) -> dict:
+    """What the page's live part shows (`campaigns/_live.html`), read again on every poll."""
+    return {
+        "campaign": campaign,
+        "overview": campaigns.campaign_overview(campaign),
+        **campaigns.annotator_monitoring(campaign),
+        "poll_seconds": POLL_SECONDS,
+        "polling": campaign.state == campaigns.State.OPEN,
+    }
+
+
+@role_required(RESEARCHER)
+def campaign_live(request, pk):
+    """The campaign page's progress and annotator table alone, which the page polls (htmx)."""
+    campaign = managed_campaign_or_404(request.user, pk)
+    return render(request, "campaigns/_live.html", _live_context(campaign))
+
+
 @role_required(RESEARCHER)
 def campaign_detail(request, pk):
     campaign = managed_campaign_or_404(request.user, pk)
     context = {
-        "campaign": campaign,
-        "overview": campaigns.campaign_overview(campaign),
-        **campaigns.annotator_monitoring(campaign),
+        **_live_context(campaign),
         "companions": list(campaign.companions.order_by("name")),
         "runs": list(campaign.runs.order_by("-created_at")),
         "members": list(campaign.members.order_by("username")),

@@ -36,7 +36,7 @@ from .blinding import ITEM_RELATED
 from .candidates import SHUFFLE_KEY_BITS, claim, locked_batch
 from .models import RATING_DIMENSIONS, Assignment, Campaign, Comparison, Judgment
 from .pairing import adaptive_top_up
-from .progress import count_hand_out, count_judgment
+from .progress import count_hand_out, count_judgment, is_excluded
 from .rating_details import DetailError, clean_details
 from .rating_reads import rated_assignment
 from .recording import store
@@ -235,7 +235,8 @@ def _take(user, campaign: Campaign, gold: bool, now) -> Assignment | None:
 
 
 def next_assignment(user, campaign: Campaign) -> Assignment | None:
-    """The annotator's current item, or a new one; None when nothing is left for them.
+    """The annotator's current item, or a new one; None when nothing is left for them (and
+    always for an annotator excluded from the campaign).
 
     A campaign read saying the user holds no item there (`has_open_item`,
     `rating_reads.rating_campaign`) skips looking for it.
@@ -243,6 +244,8 @@ def next_assignment(user, campaign: Campaign) -> Assignment | None:
     API run each request in one)."""
     if campaign.state != Campaign.State.OPEN:
         raise CampaignNotOpen(NOT_OPEN)
+    if is_excluded(user, campaign):
+        return None  # their judgments no longer count here (annotation.counting)
     existing = current_assignment(user, campaign) if _may_hold(campaign) else None
     if existing:
         return existing
