@@ -197,4 +197,3 @@ def _waiting_for_approval(query: str, matched: int) -> int:
 def refusal(count: SetCount) -> str:
     """The error of a set that builds no comparison."""
     return _("This set gives 0 comparisons: %(reason)s") % {"reason": count.reason}
-
