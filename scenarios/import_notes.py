@@ -21,7 +21,9 @@ FORMAT_NAMES = {
 
 def file_reports(report: dict) -> list[dict]:
     """The per-file reports of an upload's report (a report stored before uploads could hold
-    several files is its own one file)."""
+    several files is its own one file; none for a job without a report)."""
+    if not isinstance(report, dict) or "rows" not in report:
+        return []
     return report.get("files") or [report]
 
 
