@@ -51,7 +51,9 @@ def test_import_preview_of_several_release_files(researcher_page, size):
     expect(sections).to_have_count(3)
     for index, (path, lines) in enumerate(zip(files, (99, 76, 41), strict=True)):
         section = sections.nth(index)
-        expect(section.locator(".file-name")).to_contain_text(f"{path.name} · release · {lines} rows")
+        expect(section.locator(".file-name")).to_contain_text(
+            f"{path.name} · release · {lines} rows"
+        )
         expect(section.locator(".file-holds")).to_contain_text("reference answers only, no inputs")
         expect(section.locator(".file-holds")).to_contain_text(f"All {lines} lines")
         expect(section.locator(".file-needs li")).to_have_count(3)
@@ -88,7 +90,10 @@ def test_wrong_type_file_gets_one_sentence(researcher_page, tmp_path):
 def drafts(researcher):
     return [
         Scenario.objects.create(
-            subtask="dialogue_base", external_id=f"q{i:03d}", reference_response="好的", language="zh"
+            subtask="dialogue_base",
+            external_id=f"q{i:03d}",
+            reference_response="好的",
+            language="zh",
         )
         for i in range(1, 5)
     ]
