@@ -31,23 +31,23 @@ def holds(file: dict) -> str:
     """One or two sentences: what the file is and holds."""
     if file.get("file_error"):
         return ""
-    if file["format"] == "release":
-        subtask = PurePath(file["filename"]).name.split(".", 1)[0]
+    if file.get("format") == "release":
+        subtask = PurePath(file.get("filename") or "").name.split(".", 1)[0]
         known = RELEASE_LINES.get(subtask)
         text = _(
             "A file of the H2HTalk release, subtask %(subtask)s: reference answers only, no "
             "inputs (no user message, history, persona or memory). Line n becomes question "
             "qNNN."
         ) % {"subtask": display.SUBTASK_NAMES.get(subtask, subtask)}
-        if known == file["rows"]:
+        if known == file.get("rows"):
             text += " " + _("All %(n)s lines of the released file.") % {"n": f"{known:,}"}
         elif known:
             text += " " + _("The released file has %(known)s lines; this one has %(rows)s.") % {
                 "known": f"{known:,}",
-                "rows": f"{file['rows']:,}",
+                "rows": f"{file.get('rows', 0):,}",
             }
         return text
-    name = FORMAT_NAMES.get(file["format"], file["format"])
+    name = FORMAT_NAMES.get(file.get("format"), file.get("format") or "?")
     text = _("%(format)s scenarios.") % {"format": name}
     if file.get("without_input"):
         text += " " + ngettext(
@@ -60,7 +60,7 @@ def holds(file: dict) -> str:
 
 def needs(file: dict) -> list[str]:
     """What the file's scenarios need before they can be rated (empty for a refused file)."""
-    if file.get("file_error") or not file["rows"]:
+    if file.get("file_error") or not file.get("rows"):
         return []
     said = []
     states = {row.get("state") for row in file.get("sample") or ()}
