@@ -26,7 +26,7 @@ from django.db import connection
 from django.db.models import F
 from django.http import Http404
 from django.utils import timezone
-from django.utils.translation import pgettext_lazy
+from django.utils.translation import gettext, pgettext_lazy
 
 from . import heartbeat, outage, uploads
 from .models import Job, State
@@ -126,7 +126,10 @@ def live_progress(job: Job) -> dict:
             note = f"attempt {job.attempts}, after the worker was lost"
             values["message"] = f"{values['message']} ({note})" if values["message"] else note
     total = values["total"]
+    if job.state == State.COMPLETED:  # done is done, whatever the last report counted
+        values["done"] = values["total"] = total = max(total, values["done"], 1)
     values["percent"] = round(100 * values["done"] / total) if total else 0
+    values["failed"] = job.state in (State.FAILED, State.CANCELLED)
     values["outcome"] = outcome(job)
     return values
 
@@ -178,6 +181,10 @@ def outcome(job: Job) -> dict:
     rows = _count(report["rows"], UPLOAD_KINDS[job.kind])
     problems = _count(errors, ("error", "errors"))
     if job.params.get("dry_run"):
+        if job.params.get("confirmed_job"):
+            heading = gettext("Preview: %(rows)s, no errors — confirmed: imported by job #%(job)s")
+            heading %= {"rows": rows, "job": job.params["confirmed_job"]}
+            return _upload(heading, gettext("Preview · confirmed"))
         if errors:
             heading = f"Preview: {rows}, {problems} — nothing was imported"
             return _upload(heading, f"Preview · {problems}", "preview-errors")

@@ -118,7 +118,9 @@ EXPECTED = {
     # Campaigns (researchers who own or are members of them; admins all).
     "campaigns:list": RESEARCH,
     "campaigns:create": RESEARCH,
+    "campaigns:set_count": RESEARCH,
     "campaigns:detail": RESEARCH,
+    "campaigns:build_status": RESEARCH,
     "campaigns:edit": RESEARCH,
     "campaigns:state": RESEARCH,
     "campaigns:rebuild": RESEARCH,
@@ -262,6 +264,7 @@ PK_OBJECT = {
     "run-cancel": "active_run",
     "response-detail": "response",
     "campaigns:detail": "campaign",
+    "campaigns:build_status": "campaign",
     "campaigns:edit": "campaign",
     "campaigns:state": "campaign",
     "campaigns:rebuild": "campaign",

@@ -127,12 +127,12 @@ def test_create_builds_comparisons_in_a_tracked_job(
     campaign = Campaign.objects.get(name="Pilot")
     job = Job.objects.get(kind="campaign_build")
     assert response.status_code == 302
-    assert response["Location"] == reverse("job_detail", args=[job.pk])
+    assert response["Location"] == reverse("campaigns:detail", args=[campaign.pk])
     job.refresh_from_db()
     assert job.state == Job.State.COMPLETED, job.message
     assert job.params["campaign_id"] == campaign.pk
     assert job.result == {"campaign_id": campaign.pk, "created": 12, "removed": 0, "total": 12}
-    assert "12 new comparison(s)" in researcher_client.get(response["Location"]).content.decode()
+    assert "12 new comparisons" in researcher_client.get(response["Location"]).content.decode()
     assert campaign.owner == researcher and campaign.state == Campaign.State.DRAFT
     assert campaign.scenario_query == "tags=pool&state=approved"  # pasted URL, page dropped
     assert list(campaign.members.all()) == [colleague]
@@ -258,7 +258,7 @@ def test_changing_pairing_before_judgments_rebuilds_and_keeps_gold(
     with django_capture_on_commit_callbacks(execute=True):
         response = researcher_client.post(url, {**data, "confirmed": "1"})
     job = Job.objects.get(kind="campaign_build")
-    assert response["Location"] == reverse("job_detail", args=[job.pk])
+    assert response["Location"] == reverse("campaigns:detail", args=[campaign.pk])
     job.refresh_from_db()
     assert job.params["reset"] is True and job.result["removed"] == 8
     assert campaign.comparisons.count() == 4  # one pair on each of the 4 scenarios
@@ -274,7 +274,7 @@ def test_rebuild_is_idempotent_and_adds_what_is_new(
     with django_capture_on_commit_callbacks(execute=True):
         response = researcher_client.post(url, {"confirmed": "1"})
     job = Job.objects.get()
-    assert response["Location"] == reverse("job_detail", args=[job.pk])
+    assert response["Location"] == reverse("campaigns:detail", args=[campaign.pk])
     job.refresh_from_db()
     assert job.result["created"] == 0 and campaign.comparisons.count() == 12
 
