@@ -54,4 +54,5 @@
     });
     page.querySelector("#item")?.focus({ preventScroll: true });
   }
+  page.dataset.keys = "on"; // the keys work from here on
 })();
