@@ -9,8 +9,9 @@ import pytest
 from django.urls import reverse
 from playwright.sync_api import expect
 
-from annotation.models import Assignment, Judgment, PracticeAnswer
+from annotation.models import Assignment, Judgment, PracticeAnswer, PracticeItem
 from annotation.qualification import phase
+from scenarios.models import Response, Scenario
 from tests.annotation import factories
 from tests.annotation.qualification_setup import (
     EXPLANATION,
@@ -18,6 +19,8 @@ from tests.annotation.qualification_setup import (
     qualification_campaign,
     wrong_screen,
 )
+from tests.browser.visible_text import assert_no_english
+from tests.conftest import PASSWORD
 
 COMPANIONS = ("Zephyr-Alpha-77", "Quokka-Beta-13", "Marlin-Gamma-42")
 # What the practice page shows after "Continue": an item, or the attempt's result.
@@ -159,3 +162,42 @@ def test_one_drifts_goes_to_the_refresher_and_comes_back(page, log_in, researche
     expect(page.locator(f"#phase-{raters[0].username}")).to_have_attribute(
         "data-phase", "qualifying"
     )
+
+
+def test_the_practice_pages_in_chinese(zh_page, researcher, raters):
+    """Home, practice item, feedback, the retry and the refusal, with no English on screen."""
+    campaign = qualification_campaign(
+        researcher, raters[:1], min_accuracy=1.0, attempts=2, name="温暖度练习"
+    )
+    Scenario.objects.filter(tags__name="campaign").update(
+        language="zh", user_message="今天工作又被批评了，好难受。"
+    )
+    Response.objects.filter(run__campaigns=campaign).update(text="抱抱你，想说说发生了什么吗？")
+    PracticeItem.objects.filter(campaign=campaign).update(explanation="先回应感受，再给建议。")
+    page, rater = zh_page, raters[0]
+    page.goto("/login/")
+    page.get_by_label("用户名").fill(rater.username)
+    page.get_by_label("密码").fill(PASSWORD)
+    page.get_by_role("button", name="登录").click()
+    expect(page.locator('[data-phase="qualifying"]')).to_be_visible()
+    allow = {rater.username}
+    assert_no_english(page, allow, "home")
+    page.get_by_role("link", name="开始练习").click()
+    for attempt in range(2):
+        for _ in range(3):
+            keys_ready(page)
+            assert_no_english(page, allow, "practice item")
+            page.keyboard.press(str(wrong_screen(practice_key(page)) + 3))
+            page.keyboard.press("Enter")
+            expect(page.locator("[data-explanation]")).to_contain_text("先回应感受")
+            assert_no_english(page, allow, "feedback")
+            keys_ready(page)
+            page.keyboard.press("Enter")
+            page.wait_for_selector(NEXT_SCREEN)
+        if attempt == 0:
+            expect(page.locator("[data-not-passed]")).to_be_visible()
+            assert_no_english(page, allow, "not passed, retry")
+            keys_ready(page)
+            page.keyboard.press("Enter")
+    expect(page.locator("[data-not-admitted]")).to_be_visible()
+    assert_no_english(page, allow, "not admitted")
