@@ -160,7 +160,9 @@ def import_items(campaign, stream) -> int:
             fields = clean_item(campaign, data)
         except ItemInvalid as invalid:
             for field, message in invalid.errors.items():
-                problems.append(_("line %(n)s, %(field)s: %(message)s") % _line(number, field, message))
+                problems.append(
+                    _("line %(n)s, %(field)s: %(message)s") % _line(number, field, message)
+                )
             continue
         identity = (fields["practice_set"], fields["response_a"].pk, fields["response_b"].pk)
         taken = PracticeItem.objects.filter(
@@ -171,7 +173,9 @@ def import_items(campaign, stream) -> int:
         ).exists()
         if identity in seen or taken:
             message = _("is already a practice item of this set")
-            problems.append(_("line %(n)s, %(field)s: %(message)s") % _line(number, "comparison", message))
+            problems.append(
+                _("line %(n)s, %(field)s: %(message)s") % _line(number, "comparison", message)
+            )
             continue
         seen.add(identity)
         rows.append(fields)

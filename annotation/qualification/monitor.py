@@ -17,9 +17,14 @@ def event_text(kind: str, data: dict) -> str:
     """One line of history, in the page's language."""
     practice_set = PracticeSet(data["set"]).label if data.get("set") in PracticeSet.values else ""
     if kind == QualificationEvent.Kind.STARTED:
-        return _("%(set)s set, attempt %(n)s started") % {"set": practice_set, "n": data.get("attempt")}
+        return _("%(set)s set, attempt %(n)s started") % {
+            "set": practice_set,
+            "n": data.get("attempt"),
+        }
     if kind == QualificationEvent.Kind.PAUSED:
-        measure = _("gold accuracy") if data.get("measure") == "gold" else _("agreement with others")
+        measure = (
+            _("gold accuracy") if data.get("measure") == "gold" else _("agreement with others")
+        )
         return _("paused: %(measure)s %(value)s over the last %(n)s (threshold %(threshold)s)") % {
             "measure": measure,
             "value": _share(data.get("value")),
@@ -44,8 +49,7 @@ def annotator_phases(campaign) -> list[dict]:
     """One row per annotator of the pool or with a history: username, phase (value and
     label), since, and their history [{"at", "kind", "text", "data"}], oldest first."""
     statuses = {
-        row.annotator_id: row
-        for row in QualificationStatus.objects.filter(campaign_id=campaign.pk)
+        row.annotator_id: row for row in QualificationStatus.objects.filter(campaign_id=campaign.pk)
     }
     history = defaultdict(list)
     for event in QualificationEvent.objects.filter(campaign_id=campaign.pk).order_by(

@@ -85,4 +85,3 @@ def standing(campaign, user, rule: QualificationRule | None = None) -> Standing:
         attempts_allowed=rule.attempts,
         last_attempt=attempts[-1] if attempts else None,
     )
-

@@ -274,4 +274,3 @@ def feedback(answer: PracticeAnswer, names: list[str]) -> dict:
         "same_direction": sign(answer.screen_preference) == sign(expected),
         "explanation": blind_text(answer.item.explanation, names),
     }
-

@@ -65,9 +65,7 @@ def pause_text(campaign, user) -> str:
         return ""
     data = event.data
     measure = _("gold accuracy") if data.get("measure") == "gold" else _("agreement with others")
-    return _(
-        "Your %(measure)s was %(value)s over your last %(n)s answers (%(needed)s needed)."
-    ) % {
+    return _("Your %(measure)s was %(value)s over your last %(n)s answers (%(needed)s needed).") % {
         "measure": measure,
         "value": f"{data.get('value', 0):.0%}",
         "n": data.get("n", 0),

@@ -8,8 +8,7 @@ import pytest
 from annotation import queue
 from annotation.models import Judgment, PracticeAnswer, QualificationEvent, QualificationRule
 from annotation.monitoring import load_judgments
-from annotation.qualification import Phase, phase
-from annotation.qualification import practice
+from annotation.qualification import Phase, phase, practice
 from annotation.qualification.phases import standing
 from annotation.qualification.watch import consensus_agreement
 from h2htalk.stats.agreement.annotators import loo_consensus
@@ -179,7 +178,12 @@ def test_gold_accuracy_drifting_below_the_threshold_sends_to_the_refresher(resea
 
 def test_without_a_refresher_set_the_watch_does_not_pause(researcher, raters):
     campaign = qualification_campaign(
-        researcher, raters, n_refresher=0, n_gold=4, gold_share=1.0, min_gold_accuracy=0.9,
+        researcher,
+        raters,
+        n_refresher=0,
+        n_gold=4,
+        gold_share=1.0,
+        min_gold_accuracy=0.9,
         min_in_window=1,
     )
     admit(campaign, raters[0])
@@ -238,9 +242,7 @@ def test_the_window_consensus_is_the_monitoring_pages_rule():
         assert value == pytest.approx(agrees.mean())
 
 
-def test_practice_answers_change_no_input_of_agreement_calibration_or_releases(
-    researcher, raters
-):
+def test_practice_answers_change_no_input_of_agreement_calibration_or_releases(researcher, raters):
     campaign = qualification_campaign(researcher, raters, n_gold=0, attempts=3)
     for user in raters[:2]:
         admit(campaign, user)

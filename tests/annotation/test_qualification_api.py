@@ -45,7 +45,9 @@ def test_researchers_set_the_rule_and_see_phases_others_cannot(
     campaign, researcher, raters, roles, django_user_model
 ):
     api = token_client(researcher)
-    changed = send(api, url("qualification", campaign), {"min_direction": 0.5, "attempts": 3}, "patch")
+    changed = send(
+        api, url("qualification", campaign), {"min_direction": 0.5, "attempts": 3}, "patch"
+    )
     assert changed.status_code == 200, changed.content
     assert changed.json()["min_direction"] == 0.5 and changed.json()["attempts"] == 3
     assert changed.json()["min_accuracy"] == 1.0 and changed.json()["requires_qualification"]
@@ -70,8 +72,12 @@ def test_practice_items_are_added_imported_and_removed_with_errors_by_field(camp
     added = send(
         api,
         url("qualification-items", campaign),
-        {"practice_set": "refresher", "comparison": comparison.pk, "known_preference": -1,
-         "explanation": "Safer: it gives the helpline."},
+        {
+            "practice_set": "refresher",
+            "comparison": comparison.pk,
+            "known_preference": -1,
+            "explanation": "Safer: it gives the helpline.",
+        },
     )
     assert added.status_code == 201, added.content
     assert added.json()["companion_a"] in COMPANIONS
@@ -131,7 +137,11 @@ def test_an_annotator_practises_blind_then_rates(campaign, raters):
         state = api.post(url("practice-retry", campaign)).json()
         while state["item"]:
             key = state["item"]["key"]
-            send(api, reverse("practice-answer", kwargs={"key": key}), {"preference": expected_screen(key)})
+            send(
+                api,
+                reverse("practice-answer", kwargs={"key": key}),
+                {"preference": expected_screen(key)},
+            )
             state = api.post(url("practice-next", campaign)).json()
     assert state["phase"] == "admitted" == phase(campaign, raters[0])
     item = api.post(next_url(campaign.pk))
@@ -139,4 +149,7 @@ def test_an_annotator_practises_blind_then_rates(campaign, raters):
     stored = send(api, submit_url(item.json()["key"]), {"preference": 1})
     assert stored.status_code == 200
     other = token_client(raters[1])
-    assert send(other, reverse("practice-answer", kwargs={"key": key}), {"preference": 1}).status_code == 404
+    assert (
+        send(other, reverse("practice-answer", kwargs={"key": key}), {"preference": 1}).status_code
+        == 404
+    )
