@@ -12,6 +12,6 @@ urlpatterns = [
     # Qualification and refresher practice (annotation.qualification)
     path("<int:campaign_id>/qualify/", practice.qualify, name="qualify"),
     path("<int:campaign_id>/qualify/retry/", practice.retry, name="practice_retry"),
-    path("q/<uuid:key>/", practice.feedback, name="practice_feedback"),
-    path("q/<uuid:key>/answer/", practice.answer, name="practice_answer"),
+    path("q/<uuid:practice_key>/", practice.feedback, name="practice_feedback"),
+    path("q/<uuid:practice_key>/answer/", practice.answer, name="practice_answer"),
 ]

@@ -141,14 +141,25 @@ def practice_items(request, campaign_id: int):
 
 
 @extend_schema(
+    methods=["GET"],
+    summary="A practice item",
+    responses={200: PracticeItemSerializer, 404: ErrorSerializer},
+)
+@extend_schema(
+    methods=["DELETE"],
     summary="Remove a practice item",
     request=None,
     responses={204: None, 404: ErrorSerializer},
 )
-@api_view(["DELETE"])
+@api_view(["GET", "DELETE"])
 @permission_classes([IsResearcher])
 def practice_item(request, campaign_id: int, item_id: int):
     campaign = managed_campaign_or_404(request.user, campaign_id)
+    if request.method == "GET":
+        item = _items(campaign).filter(pk=item_id).first()
+        if item is None:
+            return Response({"detail": "No such practice item."}, status=404)
+        return Response(PracticeItemSerializer(item).data)
     if not items.delete_item(campaign, item_id):
         return Response({"detail": "No such practice item."}, status=404)
     return Response(status=status.HTTP_204_NO_CONTENT)

@@ -122,8 +122,9 @@ def practice_retry(request, campaign_id: int):
 @api_view(["POST"])
 @permission_classes([IsAnnotator])
 @transaction.atomic
-def practice_answer(request, key):
+def practice_answer(request, practice_key):
     """Store your answer (once: a replay returns the same feedback) and read the feedback."""
+    key = practice_key
     try:
         stored = practice.owned_answer(request.user, key)
     except practice.NotYours:

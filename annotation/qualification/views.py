@@ -85,7 +85,8 @@ def _own(request, key):
 @require_POST
 @transaction.atomic
 @role_required(ANNOTATOR)
-def answer(request, key):
+def answer(request, practice_key):
+    key = practice_key
     """Store the practice answer (once; a replay shows the same feedback), then its feedback."""
     stored, campaign = _own(request, key)
     form = PracticeForm(request.POST)
@@ -97,11 +98,12 @@ def answer(request, key):
         except practice.PracticeError as error:
             messages.error(request, str(error))
             return redirect("annotation:qualify", campaign_id=campaign.pk)
-    return redirect("annotation:practice_feedback", key=key)
+    return redirect("annotation:practice_feedback", practice_key=key)
 
 
 @role_required(ANNOTATOR)
-def feedback(request, key):
+def feedback(request, practice_key):
+    key = practice_key
     """After an answer: right or not, the expected answer and the researcher's explanation."""
     stored, campaign = _own(request, key)
     if stored.answered_at is None:
