@@ -91,7 +91,11 @@ urlpatterns = [
         practice.practice_retry,
         name="practice-retry",
     ),
-    path("rate/practice/<uuid:practice_key>/answer/", practice.practice_answer, name="practice-answer"),
+    path(
+        "rate/practice/<uuid:practice_key>/answer/",
+        practice.practice_answer,
+        name="practice-answer",
+    ),
     path("judges/", include("scoring.judges.api_urls")),
     path("calibration/", include("scoring.calibration.api_urls")),
     path("releases/", include("scoring.releases.api_urls")),

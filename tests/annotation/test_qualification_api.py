@@ -124,12 +124,16 @@ def test_an_annotator_practises_blind_then_rates(campaign, raters):
         assert EXPLANATION not in text and "known" not in text
         assert not any(name in text for name in COMPANIONS)
         key = state["item"]["key"]
-        answer = send(api, reverse("practice-answer", kwargs={"practice_key": key}), {"preference": 2})
+        answer = send(
+            api, reverse("practice-answer", kwargs={"practice_key": key}), {"preference": 2}
+        )
         assert answer.status_code == 200
         feedback = answer.json()
         assert EXPLANATION in feedback["explanation"] and feedback["given"] == 2
         assert feedback["correct"] == (feedback["expected"] == 2)
-        again = send(api, reverse("practice-answer", kwargs={"practice_key": key}), {"preference": -2})
+        again = send(
+            api, reverse("practice-answer", kwargs={"practice_key": key}), {"preference": -2}
+        )
         assert again.json()["given"] == 2  # stored once
         state = api.post(url("practice-next", campaign)).json()
     if state["phase"] != "admitted":  # not all "B much better": retry, answering right
@@ -150,6 +154,8 @@ def test_an_annotator_practises_blind_then_rates(campaign, raters):
     assert stored.status_code == 200
     other = token_client(raters[1])
     assert (
-        send(other, reverse("practice-answer", kwargs={"practice_key": key}), {"preference": 1}).status_code
+        send(
+            other, reverse("practice-answer", kwargs={"practice_key": key}), {"preference": 1}
+        ).status_code
         == 404
     )
