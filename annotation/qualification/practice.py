@@ -11,7 +11,7 @@ import random
 from dataclasses import dataclass
 
 from django.db import transaction
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
 from ..blinding import blind_names, blind_text, scenario_payload
@@ -201,7 +201,8 @@ def _finish(campaign, user, attempt: PracticeAttempt) -> None:
         final = attempt.number >= rule.attempts
         if final:
             status.phase, status.since = Phase.FAILED, attempt.finished_at
-        status.reason = result_reason(attempt, rule)
+        with translation.override("en"):  # the stored reason is a log line, in English
+            status.reason = result_reason(attempt, rule)
         _record(campaign, user, QualificationEvent.Kind.FAILED, retry=not final, **figures)
     status.save()
 
