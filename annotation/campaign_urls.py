@@ -1,6 +1,7 @@
 from django.urls import path
 
 from . import campaign_views as views
+from .qualification import research_views as qualification
 
 app_name = "campaigns"
 urlpatterns = [
@@ -15,4 +16,12 @@ urlpatterns = [
     path("<int:pk>/rebuild/", views.campaign_rebuild, name="rebuild"),
     path("<int:pk>/gold/", views.campaign_gold, name="gold"),
     path("<int:pk>/export/", views.campaign_export, name="export"),
+    path("<int:pk>/qualification/", qualification.qualification, name="qualification"),
+    path("<int:pk>/qualification/items/", qualification.add_item, name="practice_add"),
+    path("<int:pk>/qualification/import/", qualification.import_items, name="practice_import"),
+    path(
+        "<int:pk>/qualification/items/<int:item>/delete/",
+        qualification.delete_item,
+        name="practice_delete",
+    ),
 ]

@@ -21,6 +21,7 @@ from . import campaigns, scenario_set
 from .access import managed_campaign_or_404
 from .campaign_forms import PAIRING_RULE, CampaignForm, GoldForm, StateForm
 from .markdown import render_markdown
+from .qualification.monitor import annotator_phases
 from .tasks import queue_build
 
 
@@ -142,6 +143,7 @@ def campaign_detail(request, pk):
         **_build_context(campaign, campaigns.latest_build_job(campaign)),
         "actions": campaigns.state_buttons(campaign),
         "rebuild_question": campaigns.question(campaign, "rebuild"),
+        "phases": annotator_phases(campaign),
     }
     return render(request, "campaigns/detail.html", context)
 
