@@ -136,8 +136,9 @@ def test_bulk_submit_selected_rows(researcher_page, researcher):
     page = researcher_page
     page.reload()
     expect(result_count(page)).to_have_text("4 scenarios")
-    page.get_by_label(f"select {made[1]}", exact=True).check()
-    page.get_by_label(f"select {made[3]}", exact=True).check()
+    for scenario in (made[1], made[3]):
+        key = scenario.external_id or scenario.pk
+        page.get_by_label(f"select {scenario.get_subtask_display()} {key}", exact=True).check()
     page.get_by_label("bulk action").select_option(label="Submit for review")
     page.get_by_role("button", name="Apply").click()
 
