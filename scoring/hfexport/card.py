@@ -6,6 +6,7 @@ the Hub are; the figures are the agreement page's (scoring.agreement.services.re
 import json
 
 import yaml
+from django.template.defaultfilters import floatformat
 
 from annotation.blinding import blind_text
 
@@ -138,16 +139,23 @@ def header(facts: dict, dimensions, include_companions: bool) -> str:
     return f"---\n{text}---\n"
 
 
+def _number(value) -> str:
+    """As the agreement page shows it (floatformat:3), unlocalised."""
+    return floatformat(value, "3u")
+
+
 def _alpha_lines(rows: list[dict]) -> list[str]:
     lines = ["| Label | Level | α | 95% interval | Comparisons |", "|---|---|---|---|---|"]
     for row in rows:
         if row["label"] not in ALPHA_LABELS or row.get("alpha") is None:
             continue
         interval = (
-            f"[{row['low']:.3f}, {row['high']:.3f}]" if row.get("low") is not None else "—"
+            f"[{_number(row['low'])}, {_number(row['high'])}]"
+            if row.get("low") is not None
+            else "—"
         )
         lines.append(
-            f"| {ALPHA_LABELS[row['label']]} | {row['level']} | {row['alpha']:.3f} | "
+            f"| {ALPHA_LABELS[row['label']]} | {row['level']} | {_number(row['alpha'])} | "
             f"{interval} | {row['n_units']} |"
         )
     return lines if len(lines) > 2 else ["Not enough comparisons judged twice for α."]

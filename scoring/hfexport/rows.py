@@ -126,9 +126,7 @@ def judgment_query(campaign: Campaign, ids=None):
 
 def _ratings(given: dict) -> dict:
     given = given if isinstance(given, dict) else {}
-    return {
-        side: {d: (given.get(side) or {}).get(d) for d in DIMENSIONS} for side in ("a", "b")
-    }
+    return {side: {d: (given.get(side) or {}).get(d) for d in DIMENSIONS} for side in ("a", "b")}
 
 
 def judgment_rows(
