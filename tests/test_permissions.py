@@ -67,6 +67,7 @@ EXPECTED = {
     "set_roles": ADMINS,
     "set_active": ADMINS,
     "revoke_links": ADMINS,
+    "new_link": ADMINS,
     "create_users": ADMINS,
     # Setting a password from a one-time link: whoever holds the link (the token decides).
     "password_set": EVERYONE,
@@ -130,6 +131,7 @@ EXPECTED = {
     "campaigns:create": RESEARCH,
     "campaigns:set_count": RESEARCH,
     "campaigns:detail": RESEARCH,
+    "campaigns:live": RESEARCH,
     "campaigns:build_status": RESEARCH,
     "campaigns:edit": RESEARCH,
     "campaigns:state": RESEARCH,
@@ -235,6 +237,7 @@ EXPECTED = {
 # Views that only accept POST: a GET by an allowed role is 405.
 POST_ONLY = {
     "logout",
+    "new_link",
     "set_language",
     "set_roles",
     "set_active",
@@ -311,6 +314,11 @@ PK_OBJECT = {
     "run-cancel": "active_run",
     "response-detail": "response",
     "campaigns:detail": "campaign",
+    "campaigns:live": "campaign",
+    "campaigns:qualification": "campaign",
+    "campaigns:practice_add": "campaign",
+    "campaigns:practice_import": "campaign",
+    "campaigns:practice_delete": "campaign",
     "campaigns:build_status": "campaign",
     "campaigns:edit": "campaign",
     "campaigns:state": "campaign",
@@ -748,6 +756,7 @@ PROBES = {
     "set_active": Probe(data=lambda w: {"active": "0"}, state=_target_active),
     "user-deactivate": Probe(data=lambda w: {}, state=_target_active),
     "revoke_links": Probe(data=lambda w: {}, state=_target_password),
+    "new_link": Probe(data=lambda w: {}, state=_target_password),
     "user-revoke-links": Probe(data=lambda w: {}, state=_target_password),
     "create_users": Probe(
         data=lambda w: {
