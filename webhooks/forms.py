@@ -8,6 +8,12 @@ from .subscriptions import campaign_choices
 
 
 class EndpointForm(forms.ModelForm):
+    url = forms.URLField(
+        label=_("URL"),
+        max_length=500,
+        assume_scheme="https",
+        widget=forms.URLInput(attrs={"placeholder": "https://example.org/hooks"}),
+    )
     events = forms.MultipleChoiceField(
         label=_("Events"), choices=EVENTS, widget=forms.CheckboxSelectMultiple
     )
@@ -15,7 +21,6 @@ class EndpointForm(forms.ModelForm):
     class Meta:
         model = Endpoint
         fields = ["url", "description", "campaign", "events", "active"]
-        widgets = {"url": forms.URLInput(attrs={"placeholder": "https://example.org/hooks"})}
 
     def __init__(self, *args, user=None, **kwargs):
         super().__init__(*args, **kwargs)

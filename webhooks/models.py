@@ -73,6 +73,9 @@ class Delivery(models.Model):
     class Meta:
         ordering = ["-created_at", "-pk"]
 
+    def __str__(self):
+        return f"{self.event} → {self.endpoint_id} ({self.state})"
+
 
 class Attempt(models.Model):
     delivery = models.ForeignKey(Delivery, on_delete=models.CASCADE, related_name="attempt_log")
@@ -87,6 +90,9 @@ class Attempt(models.Model):
     class Meta:
         ordering = ["-started_at", "-pk"]
 
+    def __str__(self):
+        return f"attempt {self.number} of delivery {self.delivery_id}"
+
     @property
     def ok(self) -> bool:
         return self.status_code is not None and 200 <= self.status_code < 300
@@ -100,6 +106,9 @@ class FilledComparison(models.Model):
     comparison_id = models.BigIntegerField()
     filled_at = models.DateTimeField(auto_now_add=True)
 
+    def __str__(self):
+        return f"comparison {self.comparison_id} filled"
+
 
 class Announcement(models.Model):
     """What is announced once per campaign: its completion, an annotator's flag."""
@@ -112,3 +121,6 @@ class Announcement(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["campaign", "key"], name="webhooks_announced_once")
         ]
+
+    def __str__(self):
+        return self.key

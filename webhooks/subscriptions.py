@@ -34,9 +34,9 @@ def endpoints_for(event: str, campaign_id: int | None, owner_id: int | None = No
     for endpoint in rows:
         if event not in endpoint.events:
             continue
-        if endpoint.campaign_id is None and campaign_id is not None:
-            if not managed_campaigns(endpoint.owner).filter(pk=campaign_id).exists():
-                continue
+        campaign_wide = endpoint.campaign_id is None and campaign_id is not None
+        if campaign_wide and not managed_campaigns(endpoint.owner).filter(pk=campaign_id).exists():
+            continue
         found.append(endpoint)
     return found
 
