@@ -1,9 +1,9 @@
 """REST API of webhooks: endpoints (the secret only in the creation answer and, for the owner,
-from POST …/secret/), their deliveries with every attempt, and re-sending one. Researchers and
+with ?include=secret), their deliveries with every attempt, and re-sending one. Researchers and
 admins; objects as on the pages (`services.visible_endpoints`)."""
 
 from django.core.exceptions import ValidationError as DjangoValidationError
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied
@@ -51,10 +51,6 @@ class CreatedEndpointSerializer(EndpointSerializer):
         fields = [*EndpointSerializer.Meta.fields, "secret"]
 
 
-class SecretSerializer(serializers.Serializer):
-    secret = serializers.CharField()
-
-
 class AttemptSerializer(serializers.ModelSerializer):
     class Meta:
         model = Attempt
@@ -97,18 +93,22 @@ class EndpointViewSet(viewsets.ModelViewSet):
     def perform_destroy(self, instance):
         services.delete(instance)
 
-    @extend_schema(request=None, responses={200: SecretSerializer})
-    @action(detail=True, methods=["post"])
-    def secret(self, request, pk=None):
-        """The signing secret, for the endpoint's owner only."""
+    @extend_schema(
+        parameters=[OpenApiParameter("include", str, enum=["secret"], required=False)],
+        responses={200: CreatedEndpointSerializer},
+    )
+    def retrieve(self, request, *args, **kwargs):
+        """One endpoint; `?include=secret` adds its signing secret, for its owner only."""
         endpoint = self.get_object()
+        if request.query_params.get("include") != "secret":
+            return Response(EndpointSerializer(endpoint, context={"request": request}).data)
         if not services.may_read_secret(request.user, endpoint):
             raise PermissionDenied("Only the endpoint's owner may read its secret.")
-        return Response({"secret": endpoint.secret})
+        return Response(CreatedEndpointSerializer(endpoint).data)
 
     @extend_schema(responses={200: DeliverySerializer(many=True)})
     @action(detail=True, methods=["get"])
-    def deliveries(self, request, pk=None):
+    def deliveries(self, request, pk=None, **kwargs):
         """The endpoint's latest 100 deliveries, each with its attempts."""
         rows = services.deliveries_of(self.get_object())[:100]
         return Response(DeliverySerializer(rows, many=True).data)
@@ -125,7 +125,7 @@ class DeliveryViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
 
     @extend_schema(request=None, responses={202: DeliverySerializer})
     @action(detail=True, methods=["post"])
-    def resend(self, request, pk=None):
+    def resend(self, request, pk=None, **kwargs):
         """One more attempt, now (a task; the attempt appears in the log)."""
         delivery = self.get_object()
         services.resend(delivery)

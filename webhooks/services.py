@@ -93,5 +93,7 @@ def deliveries_of(endpoint: Endpoint) -> QuerySet:
 
 
 def resend(delivery: Delivery) -> None:
-    """One more attempt now (by hand), in a task like every attempt."""
+    """One more attempt now (by hand), in a task like every attempt; pending meanwhile."""
+    Delivery.objects.filter(pk=delivery.pk).update(state=Delivery.State.PENDING)
+    delivery.state = Delivery.State.PENDING
     send_on_commit([delivery.pk], by_hand=True)

@@ -10,7 +10,6 @@ urlpatterns = [
     path("<int:pk>/", views.endpoint_detail, name="detail"),
     path("<int:pk>/edit/", views.endpoint_edit, name="edit"),
     path("<int:pk>/delete/", views.endpoint_delete, name="delete"),
-    path("<int:pk>/secret/", views.endpoint_secret, name="secret"),
     path("deliveries/<int:pk>/", views.delivery_detail, name="delivery"),
     path("deliveries/<int:pk>/resend/", views.delivery_resend, name="resend"),
 ]

@@ -69,23 +69,16 @@ def delete_question(endpoint) -> confirmation.Question:
 @role_required(RESEARCHER)
 def endpoint_detail(request, pk):
     endpoint = services.endpoint_or_404(request.user, pk)
+    may_read_secret = services.may_read_secret(request.user, endpoint)
+    if request.GET.get("secret") and may_read_secret:  # asked for by its owner: shown
+        return render(request, "webhooks/secret.html", {"endpoint": endpoint, "created": False})
     context = {
         "endpoint": endpoint,
         "deliveries": services.deliveries_of(endpoint)[:100],
-        "may_read_secret": services.may_read_secret(request.user, endpoint),
+        "may_read_secret": may_read_secret,
         "delete_prompt": delete_question(endpoint).prompt,
     }
     return render(request, "webhooks/detail.html", context)
-
-
-@role_required(RESEARCHER)
-@require_POST
-def endpoint_secret(request, pk):
-    endpoint = services.endpoint_or_404(request.user, pk)
-    if not services.may_read_secret(request.user, endpoint):
-        messages.error(request, _("Only the endpoint's owner may read its secret."))
-        return redirect("webhooks:detail", pk=pk)
-    return render(request, "webhooks/secret.html", {"endpoint": endpoint, "created": False})
 
 
 @role_required(RESEARCHER)
