@@ -769,7 +769,7 @@ def _target_password(world):
 def _webhook_state(world):
     return (
         Endpoint.objects.filter(pk=world.webhook.pk).exists(),
-        Delivery.objects.get(pk=world.webhook_delivery.pk).state,
+        Delivery.objects.filter(pk=world.webhook_delivery.pk).values_list("state").first(),
     )
 
 
