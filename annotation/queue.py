@@ -42,6 +42,7 @@ from .qualification.watch import after_judgment
 from .rating_details import DetailError, clean_details
 from .rating_reads import rated_assignment
 from .recording import store
+from .signals import comparison_filled
 
 SKIP_REASONS = [
     ("cannot_judge", gettext_lazy("I cannot judge this one")),
@@ -402,6 +403,7 @@ def _record(assignment, comparison, user, submission: Submission, details) -> Ju
     `details`: (screen preference, reasons, confidence) from `rating_details.clean_details`."""
     campaign, now = comparison.campaign, timezone.now()
     screen, reasons, confidence = details
+    fills = comparison.judgment_count + 1 == campaign.overlap
     judgment = store(
         assignment,
         {
@@ -417,9 +419,12 @@ def _record(assignment, comparison, user, submission: Submission, details) -> Ju
             "scenario_revision": assignment.shown_revision,
             "scenario_hash": comparison.scenario.content_hash,
         },
-        fills=comparison.judgment_count + 1 == campaign.overlap,
+        fills=fills,
     )
     count_judgment(campaign, comparison)
+    if fills and not comparison.is_gold and not is_excluded(user, campaign):
+        # once per comparison; a listener (webhooks) adds at most one insert
+        comparison_filled.send(Campaign, campaign_id=campaign.pk, comparison_id=comparison.pk)
     if campaign.requires_qualification:  # the drift watch may send them to the refresher
         after_judgment(campaign, user, comparison)
     return judgment

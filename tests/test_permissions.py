@@ -39,6 +39,7 @@ from tests.annotation import factories as campaign_factories
 from tests.conftest import make_user
 from tests.scenarios import factories
 from tests.scoring.test_calibration_support import stored_judge
+from webhooks.models import Delivery, Endpoint
 
 ANONYMOUS, NOROLE, ANNOTATOR, RESEARCHER, ADMIN = (
     "anonymous",
@@ -233,6 +234,19 @@ EXPECTED = {
     "release-list": RESEARCH,
     "release-detail": RESEARCH,
     "release-compute": RESEARCH,
+    # Webhooks (objects: the endpoints of the campaigns one manages; the secret: its owner).
+    "webhooks:list": RESEARCH,
+    "webhooks:create": RESEARCH,
+    "webhooks:detail": RESEARCH,
+    "webhooks:edit": RESEARCH,
+    "webhooks:delete": RESEARCH,
+    "webhooks:delivery": RESEARCH,
+    "webhooks:resend": RESEARCH,
+    "webhook-endpoint-list": RESEARCH,
+    "webhook-endpoint-detail": RESEARCH,
+    "webhook-endpoint-deliveries": RESEARCH,
+    "webhook-delivery-detail": RESEARCH,
+    "webhook-delivery-resend": RESEARCH,
 }
 # Views that only accept POST: a GET by an allowed role is 405.
 POST_ONLY = {
@@ -285,6 +299,9 @@ POST_ONLY = {
     "calibration-metrics",
     "releases:compute",
     "release-compute",
+    "webhooks:delete",
+    "webhooks:resend",
+    "webhook-delivery-resend",
 }
 # Views whose answer to an allowed role is a redirect (to that role's landing page).
 REDIRECTS = {"home", "releases:export"}  # the world's release is not computed: back to it
@@ -359,6 +376,15 @@ PK_OBJECT = {
     "releases:compute": "release",
     "release-detail": "release",
     "release-compute": "release",
+    "webhooks:detail": "webhook",
+    "webhooks:edit": "webhook",
+    "webhooks:delete": "webhook",
+    "webhook-endpoint-detail": "webhook",
+    "webhook-endpoint-deliveries": "webhook",
+    "webhooks:delivery": "webhook_delivery",
+    "webhooks:resend": "webhook_delivery",
+    "webhook-delivery-detail": "webhook_delivery",
+    "webhook-delivery-resend": "webhook_delivery",
 }
 # Which job a `job_id` URL parameter refers to (default: the scenario import preview).
 JOB_OBJECT = {
@@ -413,6 +439,8 @@ class World:
     verdict_job: Job
     calibrated_judge: CalibratedJudge
     release: Release
+    webhook: Endpoint  # the researcher's, for the world's campaign
+    webhook_delivery: Delivery  # failed: re-sending makes it pending
 
     def assignment_key(self, role) -> str:
         """An open item of the logged-in rater (others are refused before the key matters)."""
@@ -581,6 +609,12 @@ def make_world(users: dict, django_user_model) -> World:
         n_boot=100,
         compute_now=False,  # frozen and computed only by the compute probes: keeps this cheap
     )
+    webhook = Endpoint.objects.create(
+        owner=researcher, campaign=campaign, url="http://127.0.0.1:9/hooks", events=["job.failed"]
+    )
+    webhook_delivery = Delivery.objects.create(
+        endpoint=webhook, event="job.failed", payload={}, state=Delivery.State.FAILED
+    )
     target = make_user(django_user_model, "target1", "annotator")
     target.set_unusable_password()  # onboarded, no password yet: has a link to revoke
     target.save(update_fields=["password"])
@@ -603,6 +637,8 @@ def make_world(users: dict, django_user_model) -> World:
         verdict_job=verdict_job,
         calibrated_judge=calibrated_judge,
         release=release,
+        webhook=webhook,
+        webhook_delivery=webhook_delivery,
     )
 
 
@@ -748,7 +784,17 @@ def _target_password(world):
     return get_user_model().objects.get(pk=world.target.pk).password
 
 
+def _webhook_state(world):
+    return (
+        Endpoint.objects.filter(pk=world.webhook.pk).exists(),
+        Delivery.objects.filter(pk=world.webhook_delivery.pk).values_list("state").first(),
+    )
+
+
 PROBES = {
+    "webhooks:delete": Probe(data=lambda w: {"confirmed": "1"}, state=_webhook_state),
+    "webhooks:resend": Probe(data=lambda w: {}, state=_webhook_state),
+    "webhook-delivery-resend": Probe(data=lambda w: {}, state=_webhook_state),
     "set_roles": Probe(
         data=lambda w: {"roles": ["admin", "researcher"]},
         state=lambda w: sorted(w.target.groups.values_list("name", flat=True)),
