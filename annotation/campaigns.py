@@ -19,6 +19,7 @@ from h2htalk.confirmation import Question
 from h2htalk.models import Job
 from scenarios.taxonomy import Subtask
 
+from . import care
 from .access import managed_campaigns
 from .campaign_forms import GoldForm, annotator_choices, member_choices
 from .models import RATING_DIMENSIONS, Campaign, Comparison, Judgment
@@ -292,13 +293,20 @@ def annotator_monitoring(campaign: Campaign) -> dict:
     skips = monitoring.load_skips(campaign)
     pool = set(campaign.annotators.values_list("username", flat=True))
     rows = monitoring.records(monitoring.annotator_table(judgments, skips, pool))
+    exposure = care.exposure(campaign)
     for row in rows:
         row["in_pool"] = row["annotator"] in pool
+        row["exposure"] = exposure.get(row["annotator"], care.no_exposure())
         _for_display(row)
     overall = monitoring.overall_row(judgments, skips) if len(judgments) else None
     if overall:
         _for_display(overall)
-    return {"rows": rows, "overall": overall, "pool": len(pool)}
+    return {
+        "rows": rows,
+        "overall": overall,
+        "pool": len(pool),
+        "short_of_raters": care.short_of_raters(campaign),
+    }
 
 
 def _for_display(row: dict) -> None:

@@ -1,7 +1,7 @@
 from django.urls import include, path
 from rest_framework import routers
 
-from annotation.api import RatingAssignmentViewSet, RatingCampaignViewSet
+from annotation.api import RatingAssignmentViewSet, RatingCampaignViewSet, rating_care
 from annotation.campaign_api import CampaignViewSet
 from h2htalk.accounts.api import UserViewSet
 from h2htalk.auth import ObtainToken
@@ -41,6 +41,7 @@ router.register("users", UserViewSet, basename="user")
 urlpatterns = [
     # DRF's token view lists its own parsers (with the plain JSON parser): ours instead.
     path("token/", ObtainToken.as_view(parser_classes=DEFAULT_PARSERS), name="api_token"),
+    path("rate/care/", rating_care, name="rate-care"),
     path(
         "campaigns/<int:campaign_id>/agreement/",
         campaign_agreement,

@@ -783,8 +783,10 @@ def test_detail_page_query_count_does_not_grow_with_judgments(
 
 
 # Session, user, roles, campaign; judgments, skips, pool, build job, overview, companions,
-# runs, members, owner: 13, whatever the number of judgments, annotators or comparisons.
-MAX_DETAIL_QUERIES = 13
+# runs, members, owner; care for raters: exposure (2), raters short for risk comparisons
+# (pool with opt-outs, risk comparisons, their assignments): 18, whatever the number of
+# judgments, annotators or comparisons.
+MAX_DETAIL_QUERIES = 18
 
 
 def test_list_shows_progress_and_annotator_count(researcher_client, campaign, raters):
