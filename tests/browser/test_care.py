@@ -10,6 +10,8 @@ from playwright.sync_api import expect
 from annotation.models import Assignment, Campaign, Judgment
 from tests.annotation import factories
 from tests.annotation.test_care import with_levels
+from tests.browser.test_chinese_interface import chinese
+from tests.conftest import PASSWORD
 
 
 @pytest.fixture
@@ -189,3 +191,43 @@ def test_support_text_is_one_click_or_key_away(page, log_in, researcher, rater):
     expect(page.locator("[data-all-done]")).to_be_visible()
     page.get_by_role("link", name=re.compile("^Support")).first.click()
     expect(dialog).to_contain_text("care@example.org")
+
+
+def test_care_pages_in_chinese(zh_page, researcher, rater):
+    """The content note, the support dialog and page, the break prompt and the content
+    settings show no English to a rater reading Simplified Chinese."""
+    page = zh_page
+    campaign = risky_campaign(researcher, rater, ["high", "none"], break_after_minutes=1)
+    Campaign.objects.filter(pk=campaign.pk).update(
+        name="关怀研究", support_text="Helpline", support_text_zh_hans="心理援助热线：12356"
+    )
+    page.goto("/login/")
+    page.get_by_label("用户名").fill(rater.username)
+    page.get_by_label("密码").fill(PASSWORD)
+    page.get_by_role("button", name="登录").click()
+    expect(page).to_have_url(re.compile(r"/rate/$"))
+    allow = {rater.username}
+    page.goto(f"/rate/{campaign.pk}/")
+    while not note(page).count():  # a high-risk item shows its note first
+        rate_by_keyboard(page)
+    expect(note(page)).to_contain_text("自伤")
+    chinese(page, allow, "content note")
+    page.keyboard.press("h")
+    expect(page.locator("dialog#support")).to_contain_text("心理援助热线")
+    chinese(page, allow, "support dialog")
+    page.keyboard.press("Escape")
+    page.evaluate(
+        """() => localStorage.setItem("h2htalk-rating-streak",
+            JSON.stringify({start: Date.now() - 120000, last: Date.now()}))"""
+    )
+    page.get_by_role("button", name="我不想看这条").click()
+    expect(page.locator("[data-break-prompt]")).to_be_visible()
+    chinese(page, allow, "break prompt")
+    page.goto(f"/rate/{campaign.pk}/support/")
+    chinese(page, allow, "support page")
+    page.goto("/rate/care/")
+    chinese(page, allow, "content settings")
+    page.get_by_label(re.compile("高风险")).check()
+    page.get_by_role("button", name="保存").click()
+    expect(page.locator(".messages")).to_contain_text("已保存")
+    chinese(page, allow, "content settings saved")
