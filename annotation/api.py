@@ -182,7 +182,7 @@ class RatingScenarioSerializer(serializers.Serializer):
 
 
 class RatingContentNoteSerializer(serializers.Serializer):
-    level = serializers.ChoiceField(choices=list(care.RISK_LEVELS))
+    level = serializers.CharField(help_text="The risk level: low, medium or high.")
     label = serializers.CharField(help_text="The risk level's name, in your language.")
     text = serializers.CharField(help_text="The note, in your language.")
 
