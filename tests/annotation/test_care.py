@@ -329,3 +329,20 @@ def test_opt_outs_and_the_cap_cost_the_queue_no_statement(
     assert statements["none"] == statements["low"] == statements["medium"]
     assert statements["high"] == {n + 1 for n in statements["none"]}
     assert max(statements["none"]) <= NEXT
+
+
+def test_without_javascript_continue_reloads_the_page_with_the_item(client, researcher, raters):
+    campaign = factories.campaign(researcher, raters[:1], n_scenarios=1, overlap=1)
+    with_levels(campaign, ["medium"])
+    client.force_login(raters[0])
+    url = reverse("annotation:rate", args=[campaign.pk])
+    page = client.get(url).content.decode()
+    key = re.search(r"/a/([0-9a-f-]{36})/submit/", page).group(1)
+    assert "data-content-note" in page and "data-behind-note" in page
+    assert f'href="{url}?continue={key}" data-note-continue' in page
+    shown = client.get(url, {"continue": key}).content.decode()
+    assert "data-content-note" not in shown and "data-behind-note" not in shown
+    assert f"/a/{key}/submit/" in shown  # the same item, now shown
+    passed = client.post(reverse("annotation:rather_not", args=[key]))
+    assert passed.status_code == 302
+    assert Assignment.objects.get(key=key).skip_reason == care.RATHER_NOT
