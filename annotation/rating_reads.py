@@ -5,9 +5,10 @@ blind names, whether they hold an item there and their progress counts. `rated_a
 item they answer, with its comparison, campaign and scenario — the assignment, comparison and
 scenario rows locked until the transaction ends (PostgreSQL) — whether its scenario changed
 since it was handed out and the revision shown then, whether they still rate in the campaign,
-the same names and counts, and the rater's care state (`care.CARE_SQL`). Written out rather than built with the ORM: building and
-compiling these subqueries took more server CPU than PostgreSQL took to run them; the
-statements are prepared once per connection (`h2htalk.rows.bound_cursor`).
+the same names and counts, and the rater's care state (`care.CARE_SQL`). Written out rather
+than built with the ORM: building and compiling these subqueries took more server CPU than
+PostgreSQL took to run them; the statements are prepared once per connection
+(`h2htalk.rows.bound_cursor`).
 """
 
 from django.contrib.auth import get_user_model
