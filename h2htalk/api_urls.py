@@ -1,7 +1,7 @@
 from django.urls import include, path
 from rest_framework import routers
 
-from annotation.api import RatingAssignmentViewSet, RatingCampaignViewSet
+from annotation.api import RatingAssignmentViewSet, RatingCampaignViewSet, rating_care
 from annotation.campaign_api import CampaignViewSet
 from annotation.qualification import api as qualification
 from annotation.qualification import rating_api as practice
@@ -48,6 +48,7 @@ router.register("webhooks/deliveries", DeliveryViewSet, basename="webhook-delive
 urlpatterns = [
     # DRF's token view lists its own parsers (with the plain JSON parser): ours instead.
     path("token/", ObtainToken.as_view(parser_classes=DEFAULT_PARSERS), name="api_token"),
+    path("rate/care/", rating_care, name="rate-care"),
     path(
         "campaigns/<int:campaign_id>/agreement/",
         campaign_agreement,

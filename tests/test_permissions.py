@@ -179,6 +179,10 @@ EXPECTED = {
     "annotation:rate": RATING,
     "annotation:submit": RATING,
     "annotation:skip": RATING,
+    "annotation:rather_not": RATING,
+    "annotation:support": RATING,
+    "annotation:care": RATING,
+    "rate-care": RATING,
     "rate-campaign-list": RATING,
     "rate-campaign-next": RATING,
     "rate-assignment-submit": RATING,
@@ -276,6 +280,7 @@ POST_ONLY = {
     "scoring:agreement_exclusions",
     "annotation:submit",
     "annotation:skip",
+    "annotation:rather_not",
     "rate-campaign-next",
     "rate-assignment-submit",
     "rate-assignment-skip",
@@ -776,6 +781,13 @@ def _rating_state(world):
     )
 
 
+def _with_content_notes(world):
+    """No data: the world's items get a risk level, so "I'd rather not" applies to them."""
+    scenarios = world.campaign.comparisons.values("scenario_id")
+    Scenario.objects.filter(pk__in=scenarios).update(risk_level="low")
+    return {}
+
+
 def _target_active(world):
     return get_user_model().objects.get(pk=world.target.pk).is_active
 
@@ -841,6 +853,7 @@ PROBES = {
     ),
     "annotation:submit": Probe(data=lambda w: {"preference": "0"}, state=_rating_state),
     "annotation:skip": Probe(data=lambda w: {"skip_reason": "other"}, state=_rating_state),
+    "annotation:rather_not": Probe(data=_with_content_notes, state=_rating_state),
     "rate-campaign-next": Probe(data=lambda w: {}, state=_rating_state),
     "rate-assignment-submit": Probe(data=lambda w: {"preference": 0}, state=_rating_state),
     "rate-assignment-skip": Probe(data=lambda w: {"reason": "other"}, state=_rating_state),
