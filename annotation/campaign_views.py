@@ -10,6 +10,7 @@ from django.contrib import messages
 from django.http import QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from h2htalk import confirmation, csvexport
@@ -34,7 +35,10 @@ def campaign_create(request):
     form = CampaignForm(request.POST or None, initial=initial, owner=request.user)
     if request.method == "POST" and form.is_valid():
         campaign, job = campaigns.create_campaign(form, request.user)
-        messages.success(request, f"Campaign {campaign.name} created; building its comparisons.")
+        messages.success(
+            request,
+            _("Campaign %(name)s created; building its comparisons.") % {"name": campaign.name},
+        )
         return redirect("job_detail", pk=job.pk)
     return render(
         request, "campaigns/form.html", {"form": form, "campaign": None, "rule": PAIRING_RULE}
@@ -51,9 +55,9 @@ def campaign_edit(request, pk):
             return confirmation.ask(request, question, reverse("campaigns:edit", args=[pk]))
         campaign, job = campaigns.save_campaign(form, request.user)
         if job:
-            messages.success(request, "Campaign saved; rebuilding its comparisons.")
+            messages.success(request, _("Campaign saved; rebuilding its comparisons."))
             return redirect("job_detail", pk=job.pk)
-        messages.success(request, "Campaign saved.")
+        messages.success(request, _("Campaign saved."))
         return redirect("campaigns:detail", pk=campaign.pk)
     return render(
         request,
@@ -88,7 +92,7 @@ def campaign_state(request, pk):
     campaign = managed_campaign_or_404(request.user, pk)
     form = StateForm(request.POST)
     if not form.is_valid():
-        messages.error(request, "Unknown action.")
+        messages.error(request, _("Unknown action."))
         return redirect("campaigns:detail", pk=pk)
     action = form.cleaned_data["action"]
     if action in campaigns.DESTRUCTIVE_ACTIONS and not confirmation.confirmed(request):
@@ -98,9 +102,9 @@ def campaign_state(request, pk):
     except campaigns.TransitionRefused as refused:
         messages.error(request, str(refused))
         return redirect("campaigns:detail", pk=pk)
-    messages.success(request, f"Campaign is now {state.label.lower()}.")
+    messages.success(request, _("Campaign is now %(lower)s.") % {"lower": state.label.lower()})
     if state == campaigns.State.OPEN and not campaign.annotators.exists():
-        messages.warning(request, "No annotator is in the pool yet: add some on Edit.")
+        messages.warning(request, _("No annotator is in the pool yet: add some on Edit."))
     return redirect("campaigns:detail", pk=pk)
 
 
@@ -111,7 +115,7 @@ def campaign_rebuild(request, pk):
     if not confirmation.confirmed(request):
         return _ask(request, campaign, "rebuild")
     job = queue_build(campaign, request.user)
-    messages.info(request, "Rebuilding: missing comparisons are added, existing ones kept.")
+    messages.info(request, _("Rebuilding: missing comparisons are added, existing ones kept."))
     return redirect("job_detail", pk=job.pk)
 
 
@@ -155,7 +159,7 @@ def _save_gold(request, campaign) -> None:
     form = GoldForm(request.POST)
     if not form.is_valid():
         errors = "; ".join(e for field in form.errors.values() for e in field)
-        messages.error(request, f"Not saved: {errors}")
+        messages.error(request, _("Not saved: %(errors)s") % {"errors": errors})
         return
     for level, text in campaigns.save_gold(campaign, form.cleaned_data):
         messages.add_message(request, level, text)

@@ -3,6 +3,7 @@ from django.core.paginator import Paginator
 from django.http import QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from h2htalk import csvexport, jobs, uploads
@@ -65,7 +66,7 @@ def scenario_create(request):
         scenario = services.create_scenario(
             form.save(commit=False), request.user, form.cleaned_data["tags_text"]
         )
-        messages.success(request, "Scenario created.")
+        messages.success(request, _("Scenario created."))
         return redirect("scenarios:detail", pk=scenario.pk)
     return render(request, "scenarios/form.html", {"form": form, "scenario": None})
 
@@ -82,9 +83,11 @@ def scenario_edit(request, pk):
         if revision and revision.note == services.BACK_TO_REVIEW_NOTE:
             messages.warning(
                 request,
-                "Saved. The content of an approved scenario changed, so it is back in review: "
-                "the rating queue does not hand it out until it is approved again, and releases "
-                "leave out judgments made on the earlier text.",
+                _(
+                    "Saved. The content of an approved scenario changed, so it is back in review: "
+                    "the rating queue does not hand it out until it is approved again, and releases "
+                    "leave out judgments made on the earlier text."
+                ),
             )
         else:
             messages.success(request, "Saved." if revision else "Nothing changed.")
@@ -104,7 +107,11 @@ def scenario_review(request, pk):
                 services.add_comment(scenario, request.user, comment)
             else:
                 services.transition(scenario, request.user, action, comment)
-                messages.success(request, f"{services.ACTION_LABELS[action]}: done.")
+                messages.success(
+                    request,
+                    _("%(ACTION_LABELS)s: done.")
+                    % {"ACTION_LABELS": services.ACTION_LABELS[action]},
+                )
         except services.TransitionError as error:
             messages.error(request, str(error))
     return redirect("scenarios:detail", pk=pk)
@@ -115,13 +122,13 @@ def scenario_review(request, pk):
 def scenario_bulk(request):
     action = request.POST.get("action", "")
     if action not in services.TRANSITIONS:
-        messages.error(request, "Choose an action.")
+        messages.error(request, _("Choose an action."))
         return redirect("scenarios:list")
     query = request.POST.get("query", "")
     if request.POST.get("scope") == "all":
         filterset = ScenarioFilter(QueryDict(query), queryset=Scenario.objects.all())
         if not filterset.is_valid():  # an invalid filter would be dropped: everything matches
-            messages.error(request, "The filter is not valid; nothing was changed.")
+            messages.error(request, _("The filter is not valid; nothing was changed."))
             return redirect(f"{reverse('scenarios:list')}?{query}")
         ids = filterset.qs.values_list("pk", flat=True)
     else:
@@ -129,8 +136,14 @@ def scenario_bulk(request):
     counts = services.bulk_transition(ids, request.user, action, request.POST.get("comment", ""))
     messages.success(
         request,
-        f"{services.ACTION_LABELS[action]}: {counts['changed']} changed, "
-        f"{counts['skipped']} skipped (not in a state this action applies to).",
+        _(
+            "%(ACTION_LABELS)s: %(counts)s changed, %(counts2)s skipped (not in a state this action applies to)."
+        )
+        % {
+            "ACTION_LABELS": services.ACTION_LABELS[action],
+            "counts": counts["changed"],
+            "counts2": counts["skipped"],
+        },
     )
     return redirect(f"{reverse('scenarios:list')}?{query}")
 
@@ -196,6 +209,6 @@ def persona_edit(request, pk=None):
     form = PersonaForm(request.POST or None, instance=persona)
     if request.method == "POST" and form.is_valid():
         form.save()
-        messages.success(request, "Persona saved.")
+        messages.success(request, _("Persona saved."))
         return redirect("scenarios:personas")
     return render(request, "scenarios/persona_form.html", {"form": form, "persona": persona})
