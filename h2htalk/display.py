@@ -241,17 +241,30 @@ def percent(share) -> str:
 
 def share_of(share, base, noun: str = "") -> str:
     """A share with its base, as a count where the share is one: "21 of 81 comparisons (26%)";
-    "26% of 81 comparisons" where it is not (a tie counted half, a mean)."""
+    "26% of 81 comparisons" where it is not (a tie counted half, a mean). In the page's
+    language; `noun` is one of BASE_NOUNS (another noun is shown as given)."""
     fraction, total = _number(share), _number(base)
     if fraction is None or total is None:
         return MISSING
     base_count = round(total)
-    if noun:
-        noun = f" {noun}" if base_count == 1 else f" {plural(noun)}"
+    if noun in BASE_NOUNS:
+        base_text = BASE_NOUNS[noun](base_count) % {"n": base_count}
+    elif noun:
+        base_text = f"{base_count} {noun if base_count == 1 else plural(noun)}"
+    else:
+        base_text = str(base_count)
     count = fraction * base_count
     if abs(count - round(count)) < 1e-6:
-        return f"{round(count)} of {base_count}{noun} ({percent(fraction)})"
-    return f"{percent(fraction)} of {base_count}{noun}"
+        numbers = {"count": round(count), "base": base_text, "percent": percent(fraction)}
+        return _("%(count)s of %(base)s (%(percent)s)") % numbers
+    return _("%(percent)s of %(base)s") % {"percent": percent(fraction), "base": base_text}
+
+
+# The nouns a share's base is counted in on the pages.
+BASE_NOUNS = {
+    "comparison": lambda n: ngettext("%(n)s comparison", "%(n)s comparisons", n),
+    "vote": lambda n: ngettext("%(n)s vote", "%(n)s votes", n),
+}
 
 
 def plural(noun: str) -> str:

@@ -6,6 +6,7 @@ import json
 
 from django.db import transaction
 from django.db.models import Max
+from django.utils.translation import gettext_lazy
 
 from scenarios.models import ReviewComment, Revision, Scenario
 
@@ -62,11 +63,11 @@ TRANSITIONS = {
     "reopen": ((Scenario.State.RETIRED,), Scenario.State.DRAFT, None),
 }
 ACTION_LABELS = {
-    "submit": "Submit for review",
-    "approve": "Approve",
-    "request_changes": "Request changes",
-    "retire": "Retire",
-    "reopen": "Reopen as draft",
+    "submit": gettext_lazy("Submit for review"),
+    "approve": gettext_lazy("Approve"),
+    "request_changes": gettext_lazy("Request changes"),
+    "retire": gettext_lazy("Retire"),
+    "reopen": gettext_lazy("Reopen as draft"),
 }
 
 

@@ -4,10 +4,12 @@ import json
 
 from django import forms
 from django.conf import settings
+from django.utils.text import format_lazy
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from annotation.access import managed_campaigns
+from annotation.forms import ASPECT_LABELS
 from annotation.models import Campaign
 from scoring.calibration import routing
 from scoring.calibration.access import visible_judges
@@ -23,11 +25,26 @@ from scoring.models import JudgeConfig
 
 MAX_DOCUMENT_BYTES = 2 * 1024 * 1024
 FEATURE_GROUPS = [
-    ("Reference metrics", catalogue.METRIC_FEATURES),
-    ("Length", catalogue.LENGTH_FEATURES),
-    ("LLM judge, single-answer rubric (needs a single-mode judge)", catalogue.RUBRIC_FEATURES),
-    ("LLM judge, pairwise (needs a pairwise judge)", catalogue.PAIRWISE_FEATURES),
+    (_("Reference metrics"), catalogue.METRIC_FEATURES),
+    (_("Length"), catalogue.LENGTH_FEATURES),
+    (_("LLM judge, single-answer rubric (needs a single-mode judge)"), catalogue.RUBRIC_FEATURES),
+    (_("LLM judge, pairwise (needs a pairwise judge)"), catalogue.PAIRWISE_FEATURES),
 ]
+
+
+def feature_label(name: str):
+    """A feature's name on the page, in its language (catalogue.LABELS, English, names it in
+    the documents)."""
+    if name.startswith("judge_") and name[6:] in ASPECT_LABELS:
+        return format_lazy(_("LLM rubric: {}"), ASPECT_LABELS[name[6:]])
+    return FEATURE_LABELS.get(name, catalogue.LABELS[name])
+
+
+FEATURE_LABELS = {
+    "embedding_cosine": _("embedding cosine"),
+    "log_length": _("log length (characters)"),
+    "judge_win_share": _("LLM pairwise: share of verdicts won"),
+}
 
 
 class CalibrationForm(forms.Form):
@@ -45,7 +62,7 @@ class CalibrationForm(forms.Form):
     )
     features = forms.MultipleChoiceField(
         choices=[
-            (group, [(f, f"{f} ({catalogue.LABELS[f]})") for f in names])
+            (group, [(f, format_lazy("{} ({})", f, feature_label(f))) for f in names])
             for group, names in FEATURE_GROUPS
         ],
         required=False,

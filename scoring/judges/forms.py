@@ -45,7 +45,11 @@ class JudgeConfigForm(forms.ModelForm):
     rubric = forms.CharField(
         required=False,
         widget=forms.Textarea(
-            attrs={"rows": 16, "class": "mono", "placeholder": "Empty: the default rubric (below)."}
+            attrs={
+                "rows": 16,
+                "class": "mono",
+                "placeholder": _("Empty: the default rubric (below)."),
+            }
         ),
         help_text=_(
             "The judge's instructions (system message). Empty: the project's default "
@@ -113,9 +117,9 @@ class JudgeConfigForm(forms.ModelForm):
         if self.locked:
             for name in LOCKED_FIELDS:
                 self.fields[name].disabled = True
-                self.fields[
-                    name
-                ].help_text = "Fixed: this judge has runs. Copy the configuration to change it."
+                self.fields[name].help_text = _(
+                    "Fixed: this judge has runs. Copy the configuration to change it."
+                )
 
     def clean_api_key_env(self):
         return endpoint_checks.clean_key_env(self.cleaned_data.get("api_key_env", ""))

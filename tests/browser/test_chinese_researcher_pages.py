@@ -149,6 +149,11 @@ def objects(demo, django_user_model):
     users, _ = demo
     researcher = users["researcher"]
     campaign = Campaign.objects.get(name__contains="demo data")
+    # What a Chinese study's researcher types: the description and guidelines in Chinese.
+    Campaign.objects.filter(pk=campaign.pk).update(
+        description="演示数据：三个虚构的陪伴者。", guidelines="选择**更温暖**的回复。"
+    )
+    Release.objects.filter(campaign=campaign).update(description="演示发布。")
     scenario = Scenario.objects.order_by("pk").first()
     return {
         "campaign": campaign,

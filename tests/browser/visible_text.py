@@ -43,7 +43,7 @@ _COLLECT = """(codes) => {
       const value = el.getAttribute(name);
       if (value) texts.push([`${el.tagName.toLowerCase()}[${name}]`, value]);
     }
-    if (el.tagName === "INPUT" && el.value) texts.push(["input[value]", el.value]);
+    if (el.matches("input[type=submit], input[type=button]") && el.value) texts.push(["input[value]", el.value]);
   }
   return texts;
 }"""
