@@ -27,8 +27,8 @@ MEANINGS = {
     "alpha_ci": (
         # xgettext:no-python-format
         _("95% CI"),
-        # xgettext:no-python-format
         _(
+            # xgettext:no-python-format
             "The range α plausibly lies in: 95% of resampled sets of comparisons give a value "
             "inside it. Narrow = well measured."
         ),
@@ -84,8 +84,8 @@ MEANINGS = {
     ),
     "left_rate": (
         _("Left-preference rate"),
-        # xgettext:no-python-format
         _(
+            # xgettext:no-python-format
             "Share of their non-tie votes for the response shown on the left: 50% = no position "
             "bias; p is the exact binomial test against 50%."
         ),
@@ -99,8 +99,8 @@ MEANINGS = {
     ),
     "pairwise_agreement": (
         _("Pairwise agreement"),
-        # xgettext:no-python-format
         _(
+            # xgettext:no-python-format
             "For two annotators, the share of the comparisons both rated where they chose the same "
             "winner (A / tie / B); 33% is chance."
         ),
@@ -179,8 +179,8 @@ MEANINGS = {
     ),
     "elo": (
         _("Elo"),
-        # xgettext:no-python-format
         _(
+            # xgettext:no-python-format
             "Strength fitted to the votes (Bradley–Terry) on a chess-like scale: 100 points more "
             "wins about 64% of head-to-head votes."
         ),
