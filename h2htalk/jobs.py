@@ -27,8 +27,8 @@ from django.db.models import F
 from django.http import Http404
 from django.utils import timezone
 from django.utils.formats import number_format
+from django.utils.translation import gettext, ngettext, pgettext_lazy
 from django.utils.translation import gettext as _
-from django.utils.translation import ngettext
 
 from . import heartbeat, outage, uploads
 from .models import Job, State
@@ -128,7 +128,10 @@ def live_progress(job: Job) -> dict:
             note = _("attempt %(n)s, after the worker was lost") % {"n": job.attempts}
             values["message"] = f"{values['message']} ({note})" if values["message"] else note
     total = values["total"]
+    if job.state == State.COMPLETED:  # done is done, whatever the last report counted
+        values["done"] = values["total"] = total = max(total, values["done"], 1)
     values["percent"] = round(100 * values["done"] / total) if total else 0
+    values["failed"] = job.state in (State.FAILED, State.CANCELLED)
     values["outcome"] = outcome(job)
     return values
 
@@ -140,6 +143,24 @@ UPLOAD_KINDS = {
     "response_import": lambda n: ngettext("%(n)s response", "%(n)s responses", n),
     "judge_import": lambda n: ngettext("%(n)s verdict", "%(n)s verdicts", n),
 }
+
+
+# What each kind of job is called on its pages (never the kind's code).
+KIND_NAMES = {
+    "scenario_import": pgettext_lazy("job", "Scenario import"),
+    "response_import": pgettext_lazy("job", "Response import"),
+    "judge_import": pgettext_lazy("job", "Verdict import"),
+    "campaign_build": pgettext_lazy("job", "Building a campaign's comparisons"),
+    "campaign_plan": pgettext_lazy("job", "Study-size plan"),
+    "compute_metrics": pgettext_lazy("job", "Reference metrics"),
+    "release_compute": pgettext_lazy("job", "Computing a release"),
+    "calibration_fit": pgettext_lazy("job", "Calibration fit"),
+    "agreement": pgettext_lazy("job", "Agreement report"),
+}
+
+
+def kind_name(kind: str) -> str:
+    return str(KIND_NAMES.get(kind, pgettext_lazy("job", "Background job")))
 
 
 def _count(n: int, words) -> str:
@@ -155,7 +176,7 @@ def outcome(job: Job) -> dict:
     css state). An upload's preview that found errors did its work, so it is "Preview · 5
     errors" with "nothing was imported", not "Failed"; a job that broke stays "Failed"."""
     plain = {
-        "heading": _("Job #%(pk)s · %(kind)s") % {"pk": job.pk, "kind": job.kind},
+        "heading": f"{kind_name(job.kind)} · #{job.pk}",
         "badge": job.get_state_display(),
         "tone": job.state,
         "upload": False,
@@ -166,6 +187,10 @@ def outcome(job: Job) -> dict:
     errors = report.get("error_count", len(report.get("errors") or ()))
     found = {"rows": _count(report["rows"], UPLOAD_KINDS[job.kind]), "errors": _errors(errors)}
     if job.params.get("dry_run"):
+        if job.params.get("confirmed_job"):
+            heading = gettext("Preview: %(rows)s, no errors — confirmed: imported by job #%(job)s")
+            heading %= {"rows": found["rows"], "job": job.params["confirmed_job"]}
+            return _upload(heading, gettext("Preview · confirmed"))
         if errors:
             heading = _("Preview: %(rows)s, %(errors)s — nothing was imported") % found
             return _upload(heading, _("Preview · %(errors)s") % found, "preview-errors")

@@ -1,9 +1,11 @@
 import json
 
 from django import forms
+from django.utils.translation import gettext_lazy
 from django.utils.translation import gettext_lazy as _
 
 from h2htalk import display
+from h2htalk.formfields import MultipleFileField
 from scenarios import validation
 from scenarios.models import Persona, Scenario
 from scenarios.services import AUTHORED_FIELDS
@@ -152,7 +154,13 @@ class ImportForm(forms.Form):
         ("release", _('H2HTalk release file ({"response": …} per line)')),
         ("sharegpt", _("ShareGPT messages (from/value)")),
     ]
-    file = forms.FileField(label=_("File"))
+    file = MultipleFileField(
+        label=gettext_lazy("Files"),
+        help_text=gettext_lazy(
+            "One or more .jsonl or .csv files, or one .zip holding them: one preview for all, "
+            "and all of them are imported or none."
+        ),
+    )
     format = forms.ChoiceField(choices=FORMAT_CHOICES, initial="auto", label=_("Format"))
     default_subtask = forms.ChoiceField(
         required=False,
