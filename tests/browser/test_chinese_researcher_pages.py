@@ -96,7 +96,9 @@ ALLOWED = {
     # JSON keys and CSV columns of the formats the help texts show
     *("role", "user", "content", "category", "importance", "time", "activity", "model"),
     *("temperature", "max_tokens", "response_format", "type", "json_object"),
-    *("username", "email", "campaigns"),
+    *("username", "email", "campaigns", "csv", "lines"),
+    *("practice_set", "comparison", "response_a", "response_b", "known_preference"),
+    "explanation",
 }
 # Pages with English left (issue 22 point 1, not done yet), and what it is: rendered and checked
 # like the others, their English words are printed instead of failing the test.
@@ -111,6 +113,8 @@ PENDING = {
     "campaigns:detail": "the monitoring flags' reasons (h2htalk.stats.agreement.annotators), "
     "when an annotator is flagged",
     "releases:detail": "the strengths chart's axis and the PPI note",
+    "job_detail": "the import preview's format name and stored values (merged from main, "
+    "issue 23: multi-file preview)",
 }
 
 
