@@ -224,6 +224,10 @@ EXPECTED = {
     "releases:detail": RESEARCH,
     "releases:export": RESEARCH,
     "releases:compute": RESEARCH,
+    "hfexport:campaign": RESEARCH,
+    "hfexport:release": RESEARCH,
+    "campaign-hf-dataset": RESEARCH,
+    "release-hf-dataset": RESEARCH,
     "release-list": RESEARCH,
     "release-detail": RESEARCH,
     "release-compute": RESEARCH,
@@ -284,6 +288,9 @@ REDIRECTS = {"home", "releases:export"}  # the world's release is not computed: 
 # The world's campaign needs no qualification: its practice page sends to rating, and an
 # unanswered practice item's feedback page to the practice.
 REDIRECTS |= {"annotation:qualify", "annotation:practice_feedback"}
+# The world's release is not frozen: its dataset page goes back to it, the API answers 409.
+REDIRECTS |= {"hfexport:release"}
+CONFLICTS = {"release-hf-dataset"}
 # Which object a `pk` URL parameter refers to (default: the scenario).
 PK_OBJECT = {
     "user-detail": "target",
@@ -338,6 +345,9 @@ PK_OBJECT = {
     "calibration-judge-score": "calibrated_judge",
     "releases:detail": "release",
     "releases:export": "release",
+    "hfexport:campaign": "campaign",
+    "hfexport:release": "release",
+    "release-hf-dataset": "release",
     "releases:compute": "release",
     "release-detail": "release",
     "release-compute": "release",
@@ -862,6 +872,8 @@ def test_access(name, role, world, client):
                 expected = 405
             elif name in REDIRECTS:
                 expected = 302
+            elif name in CONFLICTS:
+                expected = 409
             else:
                 expected = 200
             assert response.status_code == expected, (role, url, response.status_code)

@@ -102,6 +102,8 @@ EXCLUDED = {
     "calibration:download": "a JSON download",
     "releases:compute": "POST only: the compute button of releases:detail",
     "releases:export": "CSV / JSON / Markdown downloads (frozen content, stays English)",
+    "hfexport:campaign": "a .zip download (the Hugging Face dataset folder)",
+    "hfexport:release": "a .zip download (the Hugging Face dataset folder)",
     "new_link": "POST only: admin_home's button; shows the fresh link once (accounts/new_link.html)",
     "campaigns:set_count": "htmx fragment of the campaign form (the matching scenarios' count)",
     "campaigns:build_status": "htmx fragment of campaigns:detail (campaigns/_build.html)",
