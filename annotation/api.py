@@ -37,6 +37,7 @@ from .blinding import blind_names, campaign_texts, item_payload
 from .markdown import render_markdown
 from .models import RATING_DIMENSIONS, Assignment, Campaign
 from .progress import progress_for
+from .study import flow as study_flow
 
 UUID_PATTERN = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 SIDES = ("left", "right")
@@ -425,6 +426,8 @@ class RatingCampaignViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         Asking again before answering returns the same item. 204 when nothing is left.
         """
         campaign = rating_campaign_or_404(request.user, pk)
+        if study_flow.stop_url(request, campaign):  # a study participant whose part is over
+            return Response(status=status.HTTP_204_NO_CONTENT)
         try:
             assignment = queue.next_assignment(request.user, campaign)
         except queue.QueueError as error:

@@ -1,6 +1,7 @@
 from django.urls import path
 
 from . import campaign_views as views
+from .study import manage_views as study
 
 app_name = "campaigns"
 urlpatterns = [
@@ -12,4 +13,7 @@ urlpatterns = [
     path("<int:pk>/rebuild/", views.campaign_rebuild, name="rebuild"),
     path("<int:pk>/gold/", views.campaign_gold, name="gold"),
     path("<int:pk>/export/", views.campaign_export, name="export"),
+    path("<int:pk>/study/", study.study_page, name="study"),
+    path("<int:pk>/study/link/", study.study_action, name="study_action"),
+    path("<int:pk>/study/participants.csv", study.study_export, name="study_export"),
 ]

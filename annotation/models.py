@@ -350,3 +350,8 @@ class AnnotatorExclusion(models.Model):
 
     def __str__(self):
         return f"{self.annotator} excluded from {self.campaign}"
+
+
+# Study links and their participants (issue 22 point 3), a concern of its own; imported here so
+# that Django finds the models.
+from annotation.study.models import Participant, StudyLink  # noqa: E402, F401

@@ -22,6 +22,7 @@ from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST
+from django_htmx.http import HttpResponseClientRedirect
 
 from h2htalk.roles import ANNOTATOR, role_required
 
@@ -33,6 +34,7 @@ from .forms import RatingForm, SkipForm
 from .markdown import render_markdown
 from .models import Assignment, Campaign
 from .progress import progress_for
+from .study import flow as study_flow
 
 # ---------------------------------------------------------------- page pieces
 
@@ -95,6 +97,15 @@ def _next_item_context(user, campaign: Campaign, names: list[str], **extra) -> d
     return _item_context(assignment, names, campaign=campaign, **extra)
 
 
+def _next_or_stop(request, campaign: Campaign, names: list[str], **extra) -> tuple[dict, str]:
+    """The next item, or where a study participant goes instead (`annotation.study.flow`)."""
+    stop = study_flow.stop_url(request, campaign)
+    if stop:
+        return {}, stop
+    item = _next_item_context(request.user, campaign, names, **extra)
+    return item, study_flow.stop_url(request, campaign, item["item"]) or ""
+
+
 def _page_context(request, campaign: Campaign, names: list[str], item: dict) -> dict:
     on_screen = bool(item["item"].get("key"))
     return {**_campaign_context(request.user, campaign, names, on_screen), **item}
@@ -138,7 +149,9 @@ def _answer_next(request, campaign, names, *, notice="", error="", short=""):
     notice without "here is the next one" (used when none follows, and after a redirect)."""
     notice, short = str(notice), str(short or notice)
     if request.htmx:
-        item = _next_item_context(request.user, campaign, names, notice=notice, error=error)
+        item, stop = _next_or_stop(request, campaign, names, notice=notice, error=error)
+        if stop:
+            return HttpResponseClientRedirect(stop)
         if notice and not item["item"].get("key"):  # nothing follows: no "here is the next one"
             item["item"]["notice"] = short
         return _swap(request, campaign, names, item)
@@ -194,7 +207,10 @@ def rate(request, campaign_id):
     """The rating page: the current item (or a new one), guidelines, progress."""
     campaign = rating_campaign_or_404(request.user, campaign_id)
     names = blind_names(campaign)
-    return _full_page(request, campaign, names, _next_item_context(request.user, campaign, names))
+    item, stop = _next_or_stop(request, campaign, names)
+    if stop:
+        return redirect(stop)
+    return _full_page(request, campaign, names, item)
 
 
 def _submit_forms(data, campaign, names) -> tuple[RatingForm, dict]:

@@ -57,6 +57,7 @@ urlpatterns = [
         campaign_plan_status,
         name="campaign-plan-status",
     ),
+    path("campaigns/<int:campaign_id>/study/", include("annotation.study.api_urls")),
     path("judges/", include("scoring.judges.api_urls")),
     path("calibration/", include("scoring.calibration.api_urls")),
     path("releases/", include("scoring.releases.api_urls")),
