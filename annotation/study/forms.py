@@ -9,7 +9,14 @@ from .models import StudyLink
 PARAM_FIELDS = ("participant_param", "study_param", "session_param")
 
 
+def _url_field(label):
+    return forms.URLField(label=label, required=False, max_length=500, assume_scheme="https")
+
+
 class StudyLinkForm(forms.ModelForm):
+    completion_url = _url_field(_("completion URL"))
+    screenout_url = _url_field(_("screen-out URL"))
+
     class Meta:
         model = StudyLink
         fields = [
