@@ -2,7 +2,9 @@
 set it (through the page's form, so both check the same), rotate its token, close or open it,
 and list its participants with what to pay them (`export.participant_rows`)."""
 
+from django.db import transaction
 from django.forms.models import model_to_dict
+from django.utils.translation import gettext as _
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.decorators import api_view, permission_classes
@@ -83,7 +85,8 @@ NO_LINK = OpenApiResponse(ErrorSerializer, description="The campaign has no stud
 @api_view(["GET", "PUT", "PATCH"])
 @permission_classes([IsResearcher])
 def study_link(request, campaign_id: int):
-    """The campaign's study link; PUT sets every setting, PATCH only those given."""
+    """The campaign's study link; PUT sets every setting, PATCH only those given.
+    `is_open: false` closes the link (joining answers 404), `true` opens it again."""
     campaign = managed_campaign_or_404(request.user, campaign_id)
     link = _link_or_404(campaign)
     if request.method == "GET":
@@ -92,11 +95,18 @@ def study_link(request, campaign_id: int):
         return Response(_link_data(request, link))
     data = dict(model_to_dict(link)) if link and request.method == "PATCH" else {}
     data.update({key: value for key, value in request.data.items()})
+    is_open = data.pop("is_open", None)
+    if is_open is not None and not isinstance(is_open, bool):
+        return Response({"is_open": [_("Must be true or false.")]}, status=400)
     form = StudyLinkForm(data, instance=link)
     if not form.is_valid():
         return Response(form_errors(form), status=status.HTTP_400_BAD_REQUEST)
     form.instance.campaign = campaign
-    return Response(_link_data(request, form.save()))
+    with transaction.atomic():
+        link = form.save()
+        if is_open is not None:
+            links.set_open(link, is_open)
+    return Response(_link_data(request, link))
 
 
 def _change(request, campaign_id: int, change):
@@ -119,20 +129,6 @@ CHANGED = {200: StudyLinkSerializer, 404: NO_LINK}
 @permission_classes([IsResearcher])
 def study_rotate(request, campaign_id: int):
     return _change(request, campaign_id, links.rotate)
-
-
-@extend_schema(summary="Close a study link (joining answers 404)", request=None, responses=CHANGED)
-@api_view(["POST"])
-@permission_classes([IsResearcher])
-def study_close(request, campaign_id: int):
-    return _change(request, campaign_id, lambda link: links.set_open(link, False))
-
-
-@extend_schema(summary="Open a closed study link again", request=None, responses=CHANGED)
-@api_view(["POST"])
-@permission_classes([IsResearcher])
-def study_open(request, campaign_id: int):
-    return _change(request, campaign_id, lambda link: links.set_open(link, True))
 
 
 @extend_schema(

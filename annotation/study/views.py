@@ -19,9 +19,9 @@ from .models import Participant
 
 
 @require_GET
-def join(request, token):
+def join(request, link_token):
     """The study link: create or resume the participant, log them in, then their next step."""
-    link = open_link_or_none(token)
+    link = open_link_or_none(link_token)
     if link is None:
         raise Http404(_("This study link does not exist or is closed."))
     try:

@@ -97,7 +97,7 @@ def test_unknown_closed_and_rotated_tokens_are_404(client, link):
     links.rotate(link)
     assert client.get(old).status_code == 404
     assert client.get(join_url(link)).status_code == 302
-    assert not Participant.objects.filter(participant_id="PID-1").count() != 1
+    assert Participant.objects.filter(participant_id="PID-1").count() == 1
 
 
 def test_a_participant_already_in_carries_on_after_the_link_closes(client, link):
