@@ -29,6 +29,8 @@ ANNOTATOR_SOURCES = (
     "annotation/forms.py",
     "annotation/queue.py",
     "annotation/access.py",
+    "annotation/study/",  # crowd participants (and the study link's researcher page)
+    "templates/study/",
     "h2htalk/auth.py",
     "h2htalk/errors.py",
     "h2htalk/middleware.py",
