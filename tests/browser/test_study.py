@@ -13,6 +13,8 @@ from playwright.sync_api import expect
 from annotation.models import Judgment
 from annotation.study.models import Participant
 from tests.annotation.study_factories import join_url, study
+from tests.browser.visible_text import assert_no_english
+from tests.conftest import PASSWORD
 
 
 class _Platform(BaseHTTPRequestHandler):
@@ -97,3 +99,41 @@ def test_closed_link_is_404_in_the_browser(page, researcher, expected_errors):
     response = page.goto(url)
     assert response.status == 404
     expect(page.locator("body")).to_contain_text("does not exist or is closed")
+
+
+def test_the_participants_pages_in_chinese(zh_page, researcher, platform, expected_errors):
+    page = zh_page
+    link = study(researcher, n_scenarios=1, quota=1, completion_url=f"{platform}/done")
+    allow = {"C0MPL3TE", "PROLIFIC_PID"}
+    refused = join_url(link).split("?")[0]
+    expected_errors.add((400, refused))
+    page.goto(refused + "?STUDY_ID=x")  # no participant id: refused, naming the parameter
+    expect(page.locator("#study-refused")).to_contain_text("PROLIFIC_PID")
+    assert_no_english(page, allow, "refused join")
+    page.goto(join_url(link, pid="zh-1"))
+    expect(page.locator(".study-consent")).to_contain_text("您同意为对话")
+    allow.add(Participant.objects.get().user.username)  # their own random account name
+    assert_no_english(page, allow, "consent")
+    page.locator("#consent-agree").click()
+    expect(page.locator("#rating-form")).to_be_visible()
+    page.keyboard.press("3")
+    page.keyboard.press("Enter")
+    expect(page.locator("#study-code")).to_have_text("C0MPL3TE")
+    assert_no_english(page, allow, "completion code")
+    page.wait_for_url(f"{platform}/done")
+
+
+def test_the_study_link_page_in_chinese(zh_page, researcher):
+    link = study(researcher)
+    zh_page.goto("/login/")
+    zh_page.locator("input[name=username]").fill(researcher.username)
+    zh_page.locator("input[name=password]").fill(PASSWORD)
+    zh_page.locator("form button[type=submit]").last.click()
+    zh_page.wait_for_url(lambda url: "/login/" not in url)
+    zh_page.goto(f"/campaigns/{link.campaign_id}/study/")
+    expect(zh_page.locator("#study-url")).to_contain_text(link.token)
+    names = "Prolific Amazon Mechanical Turk MTurk URL CSV Markdown"  # proper names, formats
+    typed = f"{link.campaign.name} {link.consent} {link.instructions}"  # typed by researchers
+    url = re.findall(r"[A-Za-z_]+", zh_page.locator("#study-url").inner_text())  # an address
+    allow = {researcher.username, link.token, *names.split(), *re.findall(r"\w+", typed), *url}
+    assert_no_english(zh_page, allow, "study link page")
