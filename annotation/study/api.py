@@ -2,6 +2,8 @@
 set it (through the page's form, so both check the same), rotate its token, close or open it,
 and list its participants with what to pay them (`export.participant_rows`)."""
 
+from collections.abc import Mapping
+
 from django.db import transaction
 from django.forms.models import model_to_dict
 from django.utils.translation import gettext as _
@@ -20,9 +22,9 @@ from .models import StudyLink
 
 
 class StudyLinkSerializer(serializers.Serializer):
-    url = serializers.CharField(help_text="The address to publish on the platform.")
-    token = serializers.CharField()
-    is_open = serializers.BooleanField()
+    url = serializers.CharField(read_only=True, help_text="The address to publish.")
+    token = serializers.CharField(read_only=True)
+    is_open = serializers.BooleanField(help_text="false: joining answers 404.")
     platform = serializers.ChoiceField(choices=StudyLink.Platform.choices)
     participant_param = serializers.CharField()
     study_param = serializers.CharField(allow_blank=True)
@@ -37,7 +39,7 @@ class StudyLinkSerializer(serializers.Serializer):
     consent_zh_hans = serializers.CharField(allow_blank=True)
     instructions = serializers.CharField(allow_blank=True)
     instructions_zh_hans = serializers.CharField(allow_blank=True)
-    rotated_at = serializers.DateTimeField(allow_null=True)
+    rotated_at = serializers.DateTimeField(read_only=True, allow_null=True)
 
 
 class ParticipantSerializer(serializers.Serializer):
@@ -93,8 +95,10 @@ def study_link(request, campaign_id: int):
         if link is None:
             return Response({"detail": NO_LINK.description}, status=status.HTTP_404_NOT_FOUND)
         return Response(_link_data(request, link))
+    if not isinstance(request.data, Mapping):
+        return Response({"detail": _("Send the settings as one JSON object.")}, status=400)
     data = dict(model_to_dict(link)) if link and request.method == "PATCH" else {}
-    data.update({key: value for key, value in request.data.items()})
+    data.update(request.data.items())
     is_open = data.pop("is_open", None)
     if is_open is not None and not isinstance(is_open, bool):
         return Response({"is_open": [_("Must be true or false.")]}, status=400)

@@ -126,3 +126,13 @@ def test_other_researchers_get_404(client, researcher, django_user_model):
         == 404
     )
     assert StudyLink.objects.get().is_open and StudyLink.objects.get().token == link.token
+
+
+@pytest.mark.parametrize("body", [[], "settings", {"quota": {"a": 1}}, {"consent": "a\x00b"}])
+@pytest.mark.parametrize("method", ["put", "patch"])
+def test_a_malformed_body_is_a_400(researcher_client, researcher, body, method):
+    link = study(researcher)
+    url = reverse("campaign-study", args=[link.campaign_id])
+    response = getattr(researcher_client, method)(url, body, content_type="application/json")
+    assert response.status_code == 400
+    assert StudyLink.objects.get().quota == link.quota
