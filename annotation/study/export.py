@@ -4,11 +4,10 @@ and their qualification phase. The researcher page, its CSV and the API show the
 
 from django.db.models import Count, F, Max, Q, Sum
 from django.db.models.functions import Coalesce
-from django.utils.translation import pgettext_lazy
 
 from annotation.models import Assignment, Judgment
+from annotation.qualification.models import Phase, QualificationStatus
 
-from .flow import qualification_phase
 from .models import Participant, StudyLink
 
 COLUMNS = [
@@ -69,8 +68,15 @@ def participant_rows(link: StudyLink) -> list[dict]:
         .annotate(last=Max("created_at"))
         .values_list("annotator", "last")
     )
+    # Each participant's phase, as `annotation.qualification.phase` tells it, in one query.
+    stood = dict(
+        QualificationStatus.objects.filter(campaign=link.campaign_id).values_list(
+            "annotator", "phase"
+        )
+    )
+    unstarted = Phase.QUALIFYING if link.campaign.requires_qualification else Phase.NOT_REQUIRED
     rows = []
-    for participant in Participant.objects.filter(link=link).select_related("user", "link"):
+    for participant in Participant.objects.filter(link=link).select_related("user"):
         did = counts.get(participant.user_id, {})
         end = participant.finished_at or last.get(participant.user_id)
         rows.append(
@@ -91,27 +97,18 @@ def participant_rows(link: StudyLink) -> list[dict]:
                 "elapsed_seconds": round((end - participant.joined_at).total_seconds(), 1)
                 if end
                 else None,
-                "qualification": qualification_phase(participant),
+                "qualification": stood.get(participant.user_id, unstarted),
             }
         )
     return rows
 
 
-PHASE_LABELS = {
-    "not_required": pgettext_lazy("qualification", "not required"),
-    "qualifying": pgettext_lazy("qualification", "qualifying"),
-    "failed": pgettext_lazy("qualification", "failed"),
-    "admitted": pgettext_lazy("qualification", "admitted"),
-    "refresher": pgettext_lazy("qualification", "in a refresher"),
-}
-
-
 def labelled(rows: list[dict]) -> list[dict]:
     """The rows with the finish reason and qualification phase named for a page."""
-    reasons = dict(Participant.Finish.choices)
+    reasons, phases = dict(Participant.Finish.choices), dict(Phase.choices)
     for row in rows:
         row["finish_label"] = reasons.get(row["finish_reason"], "")
-        row["qualification_label"] = PHASE_LABELS.get(row["qualification"], row["qualification"])
+        row["qualification_label"] = phases.get(row["qualification"], row["qualification"])
     return rows
 
 

@@ -10,7 +10,8 @@ when they failed the qualification. Finishing gives back the items they hold at 
 others need not wait for the leases to run out.
 
 The qualification (issue 22 point 2, `annotation.qualification`) is read through
-`qualification_phase` only.
+`qualification_phase` only; its practice page sends a participant who failed it here
+(`screened_out_url`).
 """
 
 from django.urls import reverse
@@ -18,6 +19,7 @@ from django.utils import timezone
 
 from annotation.models import Assignment
 from annotation.progress import progress_for
+from annotation.qualification import Phase, phase
 
 from .joining import SESSION_KEY
 from .models import Participant
@@ -29,21 +31,17 @@ CONSENT, QUALIFICATION, RATING, SCREEN_OUT, DONE = (
     "screen_out",
     "done",
 )
-NOT_REQUIRED = "not_required"
 
 
 def qualification_phase(participant: Participant) -> str:
     """The participant's phase in their campaign's qualification: qualifying, failed,
-    admitted, refresher or not_required.
-
-    Seam: `annotation.qualification` is being built beside this (branch b22-qual); until it is
-    merged no campaign requires a qualification."""
-    return NOT_REQUIRED
+    admitted, refresher or not_required (`annotation.qualification.phase`)."""
+    return phase(participant.campaign, participant.user)
 
 
 def qualification_url(participant: Participant) -> str:
-    """Where a participant takes the qualification (seam, see `qualification_phase`)."""
-    return reverse("annotation:rate", args=[participant.campaign_id])
+    """Where a participant takes the qualification (the annotators' practice page)."""
+    return reverse("annotation:qualify", args=[participant.campaign_id])
 
 
 def next_step(participant: Participant) -> str:
@@ -52,12 +50,12 @@ def next_step(participant: Participant) -> str:
         return SCREEN_OUT if participant.finish_reason == Participant.Finish.SCREENED_OUT else DONE
     if participant.consented_at is None:
         return CONSENT
-    phase = qualification_phase(participant)
-    if phase == "failed":
+    now = qualification_phase(participant)
+    if now == Phase.FAILED:
         return SCREEN_OUT
-    if phase == "qualifying":
+    if now == Phase.QUALIFYING:
         return QUALIFICATION
-    return RATING
+    return RATING  # admitted, not required, or in a refresher (the rating page sends them)
 
 
 def time_is_up(participant: Participant, now=None) -> bool:
@@ -97,7 +95,7 @@ def participant_of(request) -> Participant | None:
         return None
     if not hasattr(request, "_study_participant"):
         request._study_participant = (
-            Participant.objects.select_related("link")
+            Participant.objects.select_related("link", "campaign", "user")
             .filter(user=request.user.pk, pk=request.session[SESSION_KEY].get("participant"))
             .first()
         )
@@ -121,3 +119,12 @@ def stop_url(request, campaign, item: dict | None = None) -> str | None:
         return None
     finish(participant, reason)
     return reverse("study:step")
+
+
+def screened_out_url(request, campaign) -> str | None:
+    """For the practice page: the study page when a participant of `campaign` failed the
+    qualification (their screen-out code), else None."""
+    participant = participant_of(request)
+    if participant is None or participant.campaign_id != campaign.pk:
+        return None
+    return reverse("study:step") if next_step(participant) == SCREEN_OUT else None

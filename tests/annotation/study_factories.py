@@ -12,6 +12,11 @@ def study(owner, n_scenarios=2, overlap=1, n_companions=2, **link_fields):
     campaign = factories.campaign(
         owner, [], n_scenarios=n_scenarios, overlap=overlap, companions=models
     )
+    return link_for(campaign, **link_fields)
+
+
+def link_for(campaign, **link_fields):
+    """A Prolific study link of `campaign`: codes, local platform addresses, quota 2."""
     fields = {
         "completion_code": "C0MPL3TE",
         "completion_url": "http://127.0.0.1:9/complete?cc=C0MPL3TE",

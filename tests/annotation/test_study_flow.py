@@ -15,9 +15,15 @@ from django.utils import timezone
 
 from annotation import queue
 from annotation.models import Assignment, Judgment
-from annotation.study import flow
+from annotation.qualification import practice
+from annotation.study import export
 from annotation.study.models import Participant
-from tests.annotation.study_factories import join_url, study
+from tests.annotation.qualification_setup import (
+    expected_screen,
+    qualification_campaign,
+    wrong_screen,
+)
+from tests.annotation.study_factories import join_url, link_for, study
 
 KEY = re.compile(r"/rate/a/([0-9a-f-]{36})/submit/")
 HTMX = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "item"}
@@ -128,16 +134,46 @@ def test_a_participant_who_leaves_gives_their_item_back_when_the_lease_ends(rese
     assert Assignment.objects.filter(annotator=stayer, state="open").count() == 1
 
 
-def test_screen_out_through_the_qualification_seam(link, monkeypatch):
-    """The seam alone (annotation.qualification is merged separately): a failed phase sends the
-    participant to the screen-out code, never to rating."""
+def practise(participant, right: bool) -> None:
+    """Answer every practice item of the participant's attempt, all right or all wrong."""
+    campaign, user = participant.campaign, participant.user
+    while (turn := practice.turn(campaign, user)).answer is not None:
+        key = turn.answer.key
+        screen = expected_screen(key) if right else wrong_screen(key)
+        practice.answer(campaign, user, key, screen)
+
+
+@pytest.mark.parametrize("right", [True, False])
+def test_the_qualification_comes_between_consent_and_rating(researcher, right):
+    campaign = qualification_campaign(researcher, [], min_accuracy=1.0, attempts=1)
+    link = link_for(campaign)
     client = joined(link)
-    monkeypatch.setattr(flow, "qualification_phase", lambda participant: "failed")
+    qualify = reverse("annotation:qualify", args=[campaign.pk])
     assert rate_page(client, link)["Location"] == reverse("study:step")
-    page = client.get(reverse("study:step")).content.decode()
-    assert "SCR33N" in page and "C0MPL3TE" not in page
-    assert 'url=http://127.0.0.1:9/screened"' in page
-    assert Participant.objects.get().finish_reason == "screened_out"
+    assert client.get(reverse("study:step"))["Location"] == qualify
+    assert client.get(qualify).status_code == 200
+    participant = Participant.objects.select_related("campaign", "user").get()
+    practise(participant, right)
+    if right:  # admitted: rating, then the completion code
+        rating = reverse("annotation:rate", args=[campaign.pk])
+        assert client.get(reverse("study:step"))["Location"] == rating
+        assert rate_page(client, link).status_code == 200
+        rate_one(client, link)
+        rate_one(client, link)
+        assert rate_page(client, link)["Location"] == reverse("study:step")
+        page = client.get(reverse("study:step")).content.decode()
+        assert "C0MPL3TE" in page and "SCR33N" not in page
+    else:  # failed: the practice page and the rating page send them to the screen-out code
+        assert client.get(qualify)["Location"] == reverse("study:step")
+        assert rate_page(client, link)["Location"] == reverse("study:step")
+        page = client.get(reverse("study:step")).content.decode()
+        assert "SCR33N" in page and "C0MPL3TE" not in page
+        assert 'url=http://127.0.0.1:9/screened"' in page
+        assert not Judgment.objects.filter(annotator=participant.user).exists()
+    participant.refresh_from_db()
+    assert participant.finish_reason == ("quota" if right else "screened_out")
+    [row] = export.participant_rows(link)
+    assert row["qualification"] == ("admitted" if right else "failed")
 
 
 def test_an_ordinary_annotator_is_not_gated(annotator_client, annotator, link):

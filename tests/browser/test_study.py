@@ -1,6 +1,7 @@
-"""A crowd participant in a real Chromium (issue 22 point 3): the study link, consent, rating
-by keyboard up to the quota, then the completion code and the way back to the platform, here a
-real HTTP server on 127.0.0.1 standing in for Prolific."""
+"""A crowd participant in a real Chromium (issue 22 point 3): the study link, consent, the
+qualification (passed, or failed: the screen-out code), rating by keyboard up to the quota,
+then the completion code and the way back to the platform, here a real HTTP server on
+127.0.0.1 standing in for Prolific."""
 
 import re
 import threading
@@ -11,8 +12,15 @@ from django.core.cache import cache
 from playwright.sync_api import expect
 
 from annotation.models import Judgment
+from annotation.qualification import phase
 from annotation.study.models import Participant
-from tests.annotation.study_factories import join_url, study
+from tests.annotation.qualification_setup import (
+    expected_screen,
+    qualification_campaign,
+    wrong_screen,
+)
+from tests.annotation.study_factories import join_url, link_for, study
+from tests.browser.test_qualification import NEXT_SCREEN, keys_ready, practice_key
 from tests.browser.visible_text import assert_no_english
 from tests.conftest import PASSWORD
 
@@ -137,3 +145,76 @@ def test_the_study_link_page_in_chinese(zh_page, researcher):
     url = re.findall(r"[A-Za-z_]+", zh_page.locator("#study-url").inner_text())  # an address
     allow = {researcher.username, link.token, *names.split(), *re.findall(r"\w+", typed), *url}
     assert_no_english(zh_page, allow, "study link page")
+
+
+@pytest.fixture
+def qualified_study(researcher, platform):
+    """A campaign requiring a qualification (3 practice items, all to be right, one attempt)
+    with a study link whose completion and screen-out addresses are the local platform."""
+    campaign = qualification_campaign(researcher, [], min_accuracy=1.0, attempts=1)
+    return link_for(
+        campaign,
+        completion_url=f"{platform}/complete?cc=C0MPL3TE",
+        screenout_url=f"{platform}/screened?cc=SCR33N",
+    )
+
+
+def practise(page, rights: list[bool]) -> None:
+    """Answer the practice items by keyboard, right or wrong, and Continue after each: to the
+    next item, the result, or (a participant who failed) the study's code page."""
+    for right in rights:
+        keys_ready(page)
+        key = practice_key(page)
+        screen = expected_screen(key) if right else wrong_screen(key)
+        page.keyboard.press(str(screen + 3))
+        page.keyboard.press("Enter")
+        expect(page.locator("[data-feedback]")).to_be_visible()
+        keys_ready(page)
+        page.keyboard.press("Enter")  # Continue
+        page.wait_for_selector(f"{NEXT_SCREEN}, [data-study-finished]")
+
+
+def consent(page, link, pid):
+    page.goto(join_url(link, pid=pid, session=f"S-{pid}"))
+    page.get_by_role("button", name="I agree — start").click()
+
+
+def test_join_consent_qualification_rating_code(page, qualified_study, platform):
+    link = qualified_study
+    consent(page, link, "QUALIFIES")
+    expect(page).to_have_url(re.compile(rf"/rate/{link.campaign_id}/qualify/$"))
+    practise(page, [True, True, True])
+    expect(page.locator("[data-passed]")).to_be_visible()
+    participant = Participant.objects.get()
+    assert phase(link.campaign, participant.user) == "admitted"
+    page.keyboard.press("Enter")  # Start rating
+    expect(page).to_have_url(re.compile(rf"/rate/{link.campaign_id}/$"))
+    for key in ("1", "5"):
+        expect(page.locator("[data-submit]")).to_have_attribute("aria-disabled", "true")
+        page.keyboard.press(key)
+        page.keyboard.press("Enter")
+    expect(page.locator("#study-code")).to_have_text("C0MPL3TE")
+    page.wait_for_url(f"{platform}/complete?cc=C0MPL3TE")
+    participant.refresh_from_db()
+    assert participant.finish_reason == "quota"
+    assert Judgment.objects.filter(annotator=participant.user).count() == 2
+
+
+def test_failing_the_qualification_gives_the_screen_out_code(page, qualified_study, platform):
+    link = qualified_study
+    consent(page, link, "FAILS")
+    expect(page).to_have_url(re.compile(rf"/rate/{link.campaign_id}/qualify/$"))
+    practise(page, [True, False, True])
+    # Continue after the last answer: the practice page sends the participant to their code.
+    expect(page.locator("#study-code")).to_have_text("SCR33N")
+    expect(page.get_by_role("heading", name="Thank you for your time")).to_be_visible()
+    expect(page.locator("body")).not_to_contain_text("C0MPL3TE")
+    page.wait_for_url(f"{platform}/screened?cc=SCR33N")
+    participant = Participant.objects.get()
+    assert participant.finish_reason == "screened_out"
+    assert not Judgment.objects.filter(annotator=participant.user).exists()
+    # Back through the link: the screen-out code again, never the rating page.
+    page.goto(join_url(link, pid="FAILS", session="S-FAILS"))
+    expect(page.locator("#study-code")).to_have_text("SCR33N")
+    page.wait_for_url(re.compile(re.escape(platform)))
+    assert not Judgment.objects.filter(annotator=participant.user).exists()

@@ -31,12 +31,14 @@ ANNOTATOR_SOURCES = (
     "annotation/access.py",
     "annotation/study/",  # crowd participants (and the study link's researcher page)
     "templates/study/",
+    "annotation/qualification/",
     "h2htalk/auth.py",
     "h2htalk/errors.py",
     "h2htalk/middleware.py",
     "h2htalk/roles.py",
     "h2htalk/accounts/views.py",
     "static/js/rate.js",
+    "static/js/practice.js",
 )
 
 

@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0007_judgment_reasons_confidence'),
+        ('annotation', '0008_qualification'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
