@@ -1,5 +1,7 @@
 """A campaign with a study link, and joining it as a participant."""
 
+import pytest
+from django.core.cache import cache
 from django.urls import reverse
 
 from annotation.study.models import StudyLink
@@ -35,3 +37,11 @@ def link_for(campaign, **link_fields):
 def join_url(link, pid="PID-1", study="STUDY-1", session="SESSION-1") -> str:
     query = f"PROLIFIC_PID={pid}&STUDY_ID={study}&SESSION_ID={session}"
     return f"{reverse('study:join', args=[link.token])}?{query}"
+
+
+@pytest.fixture(autouse=True)
+def empty_throttle():
+    """The join throttle's slots live in the shared cache (Redis under CI): none from before."""
+    cache.clear()
+    yield
+    cache.clear()

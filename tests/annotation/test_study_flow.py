@@ -8,7 +8,6 @@ import re
 from datetime import timedelta
 
 import pytest
-from django.core.cache import cache
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
@@ -23,17 +22,15 @@ from tests.annotation.qualification_setup import (
     qualification_campaign,
     wrong_screen,
 )
-from tests.annotation.study_factories import join_url, link_for, study
+from tests.annotation.study_factories import (
+    empty_throttle,  # noqa: F401 (autouse)
+    join_url,
+    link_for,
+    study,
+)
 
 KEY = re.compile(r"/rate/a/([0-9a-f-]{36})/submit/")
 HTMX = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "item"}
-
-
-@pytest.fixture(autouse=True)
-def empty_throttle():
-    cache.clear()
-    yield
-    cache.clear()
 
 
 @pytest.fixture

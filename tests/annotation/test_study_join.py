@@ -2,21 +2,16 @@
 the throttle, and a participant's reach (issue 22 point 3)."""
 
 import pytest
-from django.core.cache import cache
 from django.test import Client
 from django.urls import reverse
 
 from annotation.study import links
 from annotation.study.models import Participant
-from tests.annotation.study_factories import join_url, study
-
-
-@pytest.fixture(autouse=True)
-def empty_throttle():
-    """The join throttle's slots live in the shared cache (Redis under CI): none from before."""
-    cache.clear()
-    yield
-    cache.clear()
+from tests.annotation.study_factories import (
+    empty_throttle,  # noqa: F401 (autouse)
+    join_url,
+    study,
+)
 
 
 @pytest.fixture
