@@ -143,7 +143,8 @@ def campaign_detail(request, pk):
         **_build_context(campaign, campaigns.latest_build_job(campaign)),
         "actions": campaigns.state_buttons(campaign),
         "rebuild_question": campaigns.question(campaign, "rebuild"),
-        "phases": annotator_phases(campaign),
+        # Phases only where qualification is asked for: no query otherwise (MAX_DETAIL_QUERIES).
+        "phases": annotator_phases(campaign) if campaign.requires_qualification else [],
     }
     return render(request, "campaigns/detail.html", context)
 

@@ -13,6 +13,7 @@ from scenarios.api import PersonaViewSet, ScenarioViewSet
 from scenarios.companions.api import CompanionViewSet, GenerationRunViewSet, ResponseViewSet
 from scoring.agreement.api import campaign_agreement
 from scoring.agreement.exclusion_api import campaign_exclusions
+from scoring.hfexport import api as hf_dataset
 from scoring.planning.api import campaign_plan, campaign_plan_status
 
 
@@ -96,6 +97,16 @@ urlpatterns = [
         "rate/practice/<uuid:practice_key>/answer/",
         practice.practice_answer,
         name="practice-answer",
+    ),
+    path(
+        "campaigns/<int:campaign_id>/hf-dataset/",
+        hf_dataset.campaign_dataset,
+        name="campaign-hf-dataset",
+    ),
+    path(
+        "releases/<int:pk>/hf-dataset/",
+        hf_dataset.release_dataset,
+        name="release-hf-dataset",
     ),
     path("judges/", include("scoring.judges.api_urls")),
     path("calibration/", include("scoring.calibration.api_urls")),

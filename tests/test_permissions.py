@@ -236,6 +236,10 @@ EXPECTED = {
     "releases:detail": RESEARCH,
     "releases:export": RESEARCH,
     "releases:compute": RESEARCH,
+    "hfexport:campaign": RESEARCH,
+    "hfexport:release": RESEARCH,
+    "campaign-hf-dataset": RESEARCH,
+    "release-hf-dataset": RESEARCH,
     "release-list": RESEARCH,
     "release-detail": RESEARCH,
     "release-compute": RESEARCH,
@@ -301,6 +305,9 @@ ANSWERS = {"study:join": 400}  # no participant id in the address: the page name
 # The world's campaign needs no qualification: its practice page sends to rating, and an
 # unanswered practice item's feedback page to the practice.
 REDIRECTS |= {"annotation:qualify", "annotation:practice_feedback"}
+# The world's release is not frozen: its dataset page goes back to it, the API answers 409.
+REDIRECTS |= {"hfexport:release"}
+CONFLICTS = {"release-hf-dataset"}
 # Which object a `pk` URL parameter refers to (default: the scenario).
 PK_OBJECT = {
     "user-detail": "target",
@@ -358,6 +365,9 @@ PK_OBJECT = {
     "calibration-judge-score": "calibrated_judge",
     "releases:detail": "release",
     "releases:export": "release",
+    "hfexport:campaign": "campaign",
+    "hfexport:release": "release",
+    "release-hf-dataset": "release",
     "releases:compute": "release",
     "release-detail": "release",
     "release-compute": "release",
@@ -899,6 +909,8 @@ def test_access(name, role, world, client):
                 expected = 405
             elif name in REDIRECTS:
                 expected = 302
+            elif name in CONFLICTS:
+                expected = 409
             else:
                 expected = ANSWERS.get(name, 200)
             assert response.status_code == expected, (role, url, response.status_code)
