@@ -154,6 +154,23 @@ class CampaignForm(forms.ModelForm):
         required=False,
         help_text=_("Annotators may say how sure they are: 1 unsure, 2 fairly sure, 3 sure."),
     )
+    high_risk_daily_cap = forms.IntegerField(
+        label=_("High-risk items per rater per day"),
+        min_value=0,
+        max_value=1000,
+        required=False,
+        help_text=_("Empty: no cap. 0: raters are never handed high-risk items."),
+    )
+    break_after_minutes = forms.IntegerField(
+        label=_("Break prompt after (minutes)"),
+        min_value=1,
+        max_value=24 * 60,
+        required=False,
+        help_text=_(
+            "Empty: no prompt. After this many minutes of continuous rating the rating page "
+            "suggests a short break; the rater may go on."
+        ),
+    )
     members = ModelMultipleChoiceField(
         queryset=None,
         required=False,
@@ -186,6 +203,10 @@ class CampaignForm(forms.ModelForm):
             "seed",
             "reason_choices",
             "ask_confidence",
+            "high_risk_daily_cap",
+            "break_after_minutes",
+            "support_text",
+            "support_text_zh_hans",
             "members",
             "annotators",
         ]
@@ -194,6 +215,10 @@ class CampaignForm(forms.ModelForm):
             "guidelines": forms.Textarea(attrs={"rows": 10, "class": "mono"}),
             "guidelines_zh_hans": forms.Textarea(
                 attrs={"rows": 10, "class": "mono", "lang": "zh-hans"}
+            ),
+            "support_text": forms.Textarea(attrs={"rows": 4, "class": "mono"}),
+            "support_text_zh_hans": forms.Textarea(
+                attrs={"rows": 4, "class": "mono", "lang": "zh-hans"}
             ),
         }
 

@@ -20,6 +20,7 @@ from h2htalk.confirmation import Question
 from h2htalk.models import Job
 from scenarios.taxonomy import Subtask
 
+from . import care
 from .access import managed_campaigns
 from .campaign_forms import GoldForm, annotator_choices, member_choices
 from .models import RATING_DIMENSIONS, Campaign, Comparison, Judgment
@@ -302,8 +303,10 @@ def annotator_monitoring(campaign: Campaign) -> dict:
     pool = set(campaign.annotators.values_list("username", flat=True))
     excluded = dict(campaign.exclusions.values_list("annotator__username", "reason"))
     rows = monitoring.records(monitoring.annotator_table(judgments, skips, pool))
+    exposure = care.exposure(campaign)
     for row in rows:
         row["in_pool"] = row["annotator"] in pool
+        row["exposure"] = exposure.get(row["annotator"], care.no_exposure())
         row["excluded"] = row["annotator"] in excluded
         row["excluded_reason"] = excluded.get(row["annotator"], "")
         _for_display(row)
@@ -313,7 +316,13 @@ def annotator_monitoring(campaign: Campaign) -> dict:
     overall = monitoring.overall_row(counted, counted_skips) if len(counted) else None
     if overall:
         _for_display(overall)
-    return {"rows": rows, "overall": overall, "pool": len(pool), "n_excluded": len(excluded)}
+    return {
+        "rows": rows,
+        "overall": overall,
+        "pool": len(pool),
+        "n_excluded": len(excluded),
+        "short_of_raters": care.short_of_raters(campaign),
+    }
 
 
 # Short names of the skip reasons (annotation.queue.SKIP_REASONS) for the monitoring table.

@@ -107,6 +107,35 @@ class Campaign(models.Model):
         default=False,
         help_text=_("Annotators may say how sure they are (1 = unsure … 3 = sure)."),
     )
+    # Care for raters (annotation.care): a cap on high-risk items per rater per day, a break
+    # prompt after this many minutes of continuous rating, and where to find help.
+    high_risk_daily_cap = models.PositiveSmallIntegerField(
+        _("high-risk items per rater per day"),
+        null=True,
+        blank=True,
+        help_text=_("Empty: no cap. A rater who reached it today gets no high-risk item."),
+    )
+    break_after_minutes = models.PositiveSmallIntegerField(
+        _("break prompt after (minutes)"),
+        null=True,
+        blank=True,
+        help_text=_(
+            "Empty: no prompt. After this many minutes of continuous rating the page suggests "
+            "a break (the rater may go on)."
+        ),
+    )
+    support_text = models.TextField(
+        _("support text"),
+        blank=True,
+        help_text=_(
+            "Markdown: helplines and whom to contact, one click away on every rating page."
+        ),
+    )
+    support_text_zh_hans = models.TextField(
+        _("support text in Simplified Chinese"),
+        blank=True,
+        help_text=_("Markdown, optional: shown instead to raters reading Simplified Chinese."),
+    )
     # Qualification (issue 22): read with the campaign, so the admission check costs nothing
     # where it is off; its rule, practice items and phases: annotation.qualification.
     requires_qualification = models.BooleanField(
@@ -135,6 +164,13 @@ class Campaign(models.Model):
         if translated.strip():
             return translated, language
         return self.guidelines, ""
+
+    def support_text_in(self, language: str) -> tuple[str, str]:
+        """The support text in `language` when written in it (as `guidelines_in`)."""
+        translated = {"zh-hans": self.support_text_zh_hans}.get(language, "")
+        if translated.strip():
+            return translated, language
+        return self.support_text, ""
 
 
 def random_shuffle_key() -> int:
@@ -294,6 +330,9 @@ class AnnotatorTally(models.Model):
     filled = models.PositiveIntegerField(default=0)
     day = models.DateField(null=True, blank=True)
     today = models.PositiveIntegerField(default=0)
+    # High-risk items handed to them on the local date `high_day` (annotation.care: the cap).
+    high_day = models.DateField(null=True, blank=True)
+    high_today = models.PositiveIntegerField(default=0, db_default=0)  # raw inserts leave it out
 
     class Meta:
         constraints = [
@@ -357,6 +396,20 @@ class AnnotatorExclusion(models.Model):
 
     def __str__(self):
         return f"{self.annotator} excluded from {self.campaign}"
+
+
+class RaterCare(models.Model):
+    """A rater's own choices about the content they read (annotation.care), in every campaign:
+    the risk levels they opted out of, as their values joined by commas in level order."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="care"
+    )
+    opted_out = models.CharField(max_length=40, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self):
+        return f"{self.user_id} opted out of: {self.opted_out or 'nothing'}"
 
 
 # Study links and their participants (issue 22 point 3), a concern of its own; imported here so

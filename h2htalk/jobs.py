@@ -28,7 +28,7 @@ from django.http import Http404
 from django.utils import timezone
 from django.utils.translation import gettext, pgettext_lazy
 
-from . import heartbeat, outage, uploads
+from . import heartbeat, outage, signals, uploads
 from .models import Job, State
 from .roles import ADMIN, user_roles
 
@@ -248,6 +248,8 @@ def finish(job_id: int, state: str, message: str = "", result: dict | None = Non
     if attempt is not None:
         rows = rows.filter(attempts=attempt)
     if rows.update(**fields):
+        if state == State.FAILED:
+            signals.job_failed.send(Job, job_id=job_id)
         cache.delete_many([_key(job_id), heartbeat.key(heartbeat_of(job_id))])
         try:
             uploads.release(job_id)  # its uploaded file, once no job needs it

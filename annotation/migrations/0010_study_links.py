@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0008_qualification'),
+        ('annotation', '0009_care_for_raters'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
