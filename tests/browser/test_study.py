@@ -140,7 +140,7 @@ def test_the_study_link_page_in_chinese(zh_page, researcher):
     zh_page.wait_for_url(lambda url: "/login/" not in url)
     zh_page.goto(f"/campaigns/{link.campaign_id}/study/")
     expect(zh_page.locator("#study-url")).to_contain_text(link.token)
-    names = "Prolific Amazon Mechanical Turk MTurk URL CSV Markdown"  # proper names, formats
+    names = "Prolific Amazon Mechanical Turk MTurk URL CSV Markdown Webhook"  # names, formats
     typed = f"{link.campaign.name} {link.consent} {link.instructions}"  # typed by researchers
     url = re.findall(r"[A-Za-z_]+", zh_page.locator("#study-url").inner_text())  # an address
     allow = {researcher.username, link.token, *names.split(), *re.findall(r"\w+", typed), *url}
