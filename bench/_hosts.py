@@ -14,6 +14,7 @@ Needs root (namespaces, veth, running initdb as postgres), `ip` (iproute2), redi
 PostgreSQL's binaries under /usr/lib/postgresql/*/bin.
 """
 
+import contextlib
 import glob
 import os
 import pwd
@@ -90,10 +91,8 @@ def remove_leftovers() -> None:
 def _delete_namespace(name: str) -> None:
     pids = _run("ip", "netns", "pids", name, check=False).split()
     for pid in pids:
-        try:
+        with contextlib.suppress(ProcessLookupError, ValueError):
             os.kill(int(pid), signal.SIGKILL)
-        except (ProcessLookupError, ValueError):
-            pass
     _run("ip", "netns", "del", name, check=False)  # takes its end of the veth pair with it
 
 
@@ -152,7 +151,7 @@ class Lab:
         try:
             remove_leftovers()
             self.folder = Path(tempfile.mkdtemp(prefix="h2htalk-two-hosts-"))
-            os.chmod(self.folder, 0o755)
+            os.chmod(self.folder, 0o755)  # noqa: S103 - the postgres user reaches pgdata
             (self.folder / "media").mkdir()
             (self.folder / "staticfiles").mkdir()
             self._network()
@@ -201,10 +200,7 @@ class Lab:
             _run(*inside, "ip", "addr", "add", f"{host.inner}/24", "dev", "eth0")
             _run(*inside, "ip", "link", "set", "eth0", "up")
             _run(*inside, "ip", "link", "set", "lo", "up")
-        log(
-            "namespaces "
-            + ", ".join(f"{h.namespace} ({h.inner} ↔ {h.outer})" for h in self.hosts)
-        )
+        log("namespaces " + ", ".join(f"{h.namespace} ({h.inner} ↔ {h.outer})" for h in self.hosts))
 
     def _postgres(self) -> None:
         bin_dir = postgres_bin()
@@ -241,9 +237,21 @@ class Lab:
         self.redis_port = free_port()
         addresses = ["127.0.0.1", *(h.outer for h in self.hosts)]
         self.redis = subprocess.Popen(
-            ["redis-server", "--bind", *addresses, "--port", str(self.redis_port)]
-            + ["--requirepass", self.redis_password, "--save", "", "--appendonly", "no"]
-            + ["--dir", str(self.folder)],
+            [
+                "redis-server",
+                "--bind",
+                *addresses,
+                "--port",
+                str(self.redis_port),
+                "--requirepass",
+                self.redis_password,
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.folder),
+            ],
             stdout=subprocess.DEVNULL,
             start_new_session=True,
         )
@@ -347,14 +355,10 @@ def children(parent: int) -> list[int]:
 
 
 def _kill_group(process: subprocess.Popen) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         process.wait(10)
-    except subprocess.TimeoutExpired:
-        pass
 
 
 def _wait_port(address: str, port: int, seconds: float, process: subprocess.Popen) -> None:
