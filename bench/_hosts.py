@@ -301,7 +301,7 @@ class Lab:
         logs.mkdir(exist_ok=True)
         gunicorn = [sys.executable, "-m", "gunicorn", "h2htalk.wsgi"]
         gunicorn += ["-b", f"{host.inner}:{HTTP_PORT}", "-w", str(self.gunicorn_workers)]
-        gunicorn += ["--log-level", "warning", "--graceful-timeout", "5"]
+        gunicorn += ["--preload", "--log-level", "warning", "--graceful-timeout", "5"]
         worker = [sys.executable, "-m", "celery", "-A", "h2htalk", "worker", "-l", "warning"]
         worker += ["--concurrency", "1", "-n", f"host-{host.name}@%h"]
         host.gunicorn = subprocess.Popen(
@@ -321,6 +321,7 @@ class Lab:
             start_new_session=True,
         )
         _wait_port(host.inner, HTTP_PORT, 60, host.gunicorn)
+        _warm_up(host, 4 * self.gunicorn_workers)
 
     def kill_host(self, host: Host) -> None:
         """SIGKILL its gunicorn (master and workers) and its Celery worker, as a crash would."""
@@ -372,6 +373,21 @@ def _wait_port(address: str, port: int, seconds: float, process: subprocess.Pope
         except OSError:
             time.sleep(0.2)
     raise RuntimeError(f"nothing answers on {address}:{port} after {seconds:.0f} s")
+
+
+def _warm_up(host: Host, requests: int) -> None:
+    """A few requests through the URLconf and the API's authentication, as a load balancer's
+    health check would make before sending people to a new host (a worker's first request
+    imports the views)."""
+    import http.client
+
+    for _ in range(requests):
+        connection = http.client.HTTPConnection(host.inner, HTTP_PORT, timeout=30)
+        try:
+            connection.request("POST", "/api/rate/campaigns/0/next/", body=b"{}")
+            connection.getresponse().read()
+        finally:
+            connection.close()
 
 
 def _exit_on_sigterm(signum, frame):

@@ -46,6 +46,7 @@ from bench._common import REPO, SHARED_DATA, cpu_ms, env_int, loadavg, log, perc
 from bench._hosts import HTTP_PORT, Lab
 
 OUT_DIR = Path(__file__).resolve().parent / "out"
+RELEASE_FILES = Path(os.environ.get("H2HTALK_SHARED_DATA") or SHARED_DATA)
 EARLIER_RATERS = 30
 
 
@@ -106,9 +107,11 @@ def import_release(plan: Plan) -> int:
     from scenarios.importers import import_file
     from scenarios.models import Scenario
 
-    files = sorted(SHARED_DATA.glob("*.jsonl"))
+    files = sorted(RELEASE_FILES.glob("*.jsonl"))
     if len(files) != 11:
-        raise RuntimeError(f"expected the 11 H2HTalk release files in {SHARED_DATA}")
+        raise RuntimeError(
+            f"expected the 11 H2HTalk release files in {RELEASE_FILES} (H2HTALK_SHARED_DATA)"
+        )
     for path in files:
         source = str(path)
         if plan.scenarios_per_file:
@@ -187,7 +190,7 @@ def make_campaign(plan: Plan, companions, run):
         owner=owner,
         overlap=3,
         state=Campaign.State.OPEN,
-        pairing=Campaign.Pairing.RANDOM,
+        pairing=Campaign.Pairing.RANDOM_PAIRS,
         pairs_per_scenario=plan.pairs_per_scenario,
         lease_minutes=plan.lease_minutes,
     )
@@ -369,9 +372,14 @@ class Rater:
     dropped: list = field(default_factory=list)  # keys shown on a page that died
 
 
+def moves(rater: "Rater") -> bool:
+    """On a dead host, every other annotator of it moves to another host; the rest wait."""
+    return (rater.number // 2) % 2 == 0
+
+
 def annotate(board: Board, rater: Rater, campaign_id: int, plan: Plan) -> None:
     """Next, think, submit, until the deadline; on an unreachable host, move to another one
-    (even numbers) or wait for it to come back (odd)."""
+    or wait for it to come back (`moves`)."""
     rng = random.Random(rater.token)
     hosts = board.lab.hosts
     host = hosts[rater.home]
@@ -391,7 +399,7 @@ def annotate(board: Board, rater: Rater, campaign_id: int, plan: Plan) -> None:
 
     def other_host():
         nonlocal host
-        if rater.number % 2 == 0:
+        if moves(rater):
             alive = [h for h in hosts if board.up[h.index].is_set()]
             host = alive[0] if alive else host
             board.moved.add(rater.number)
@@ -426,7 +434,7 @@ def annotate(board: Board, rater: Rater, campaign_id: int, plan: Plan) -> None:
         except Unreachable as lost:
             with board.lock:
                 board.unreachable.append((board.now(), host.index, lost.sent))
-            if pending and not lost.sent and rater.number % 2 == 1:
+            if pending and not lost.sent and not moves(rater):
                 rater.dropped.append(pending)  # the page died with the host: not sent again
                 pending = None
             other_host()
@@ -506,15 +514,15 @@ def held_items(campaign, tokens: list[str]) -> list[tuple[int, int, datetime]]:
 
 
 def pool_check(campaign, held) -> dict:
-    """Of the held items: leases expired, and comparisons with a slot free again (judgments +
-    live leases < k), read now."""
+    """Of the held items (their annotators gone, none answered): leases expired, and what
+    their comparisons look like without them: a slot free (others' judgments + live leases
+    < k) or filled to k by others, which the dead lease's slot would have prevented."""
     from django.db.models import Count, Q
     from django.utils import timezone
 
     from annotation.models import Assignment, Comparison
 
     now = timezone.now()
-    ids = [comparison for _, comparison, _ in held]
     expired = Assignment.objects.filter(
         pk__in=[pk for pk, _, _ in held], state=Assignment.State.OPEN, lease_expires_at__lte=now
     ).count()
@@ -522,24 +530,31 @@ def pool_check(campaign, held) -> dict:
         "assignments",
         filter=Q(assignments__state=Assignment.State.OPEN, assignments__lease_expires_at__gt=now),
     )
-    rows = Comparison.objects.filter(pk__in=ids).annotate(live=live)
-    free = sum(1 for c in rows if c.judgment_count + c.live < campaign.overlap)
-    full = sum(1 for c in rows if c.judgment_count >= campaign.overlap)
-    return {"held": len(held), "expired": expired, "free": free, "full": full}
+    comparisons = Comparison.objects.filter(pk__in=[c for _, c, _ in held]).annotate(live=live)
+    taken = [c.judgment_count + c.live for c in comparisons]
+    return {
+        "held": len(held),
+        "expired": expired,
+        "free": sum(n < campaign.overlap for n in taken),
+        "filled_by_others": sum(c.judgment_count >= campaign.overlap for c in comparisons),
+    }
 
 
-def handed_again(held) -> int:
-    """Held comparisons handed to another annotator after the held lease ended."""
-    from annotation.models import Assignment
+def handed_again(held, overlap: int) -> dict:
+    """Held comparisons handed to another annotator after the held lease ended, and those
+    filled to k by others' judgments (the held item unanswered)."""
+    from annotation.models import Assignment, Judgment
 
-    count = 0
+    again = filled = 0
     for pk, comparison, lease_end in held:
-        count += (
+        again += (
             Assignment.objects.filter(comparison_id=comparison, issued_at__gte=lease_end)
             .exclude(pk=pk)
             .exists()
         )
-    return count
+        others = Judgment.objects.filter(comparison_id=comparison).exclude(assignment_id=pk)
+        filled += others.count() >= overlap
+    return {"handed_again": again, "filled_by_others": filled}
 
 
 def integrity(campaign, accepted: int, stored_before: int) -> dict:
@@ -583,7 +598,7 @@ def drive(plan: Plan, lab: Lab, world: World, kill: bool = True) -> dict:
     pool = held = None
     if kill:
         victim = lab.hosts[1]
-        waiting = [r.token for r in raters if r.home == victim.index and r.number % 2 == 1]
+        waiting = [r.token for r in raters if r.home == victim.index and not moves(r)]
         _sleep_until(board, plan.kill_at)
         board.up[victim.index].clear()
         lab.kill_host(victim)
@@ -622,7 +637,7 @@ def drive(plan: Plan, lab: Lab, world: World, kill: bool = True) -> dict:
         "integrity": checks,
         "pool": pool,
         "held": held,
-        "handed_again": handed_again(held) if held else None,
+        "handed_again": handed_again(held, campaign.overlap) if held else None,
         "still_running": sum(t.is_alive() for t in threads),
     }
 
@@ -689,7 +704,10 @@ def release_after(world: World, plan: Plan) -> dict:
     data = ReleaseResult.objects.get(release=release).data
     computed, skipped = [], []
     for name, block in _blocks(data):
-        (skipped if "skipped" in block else computed).append(name)
+        if "skipped" in block:
+            skipped.append(f"{name}: {block['skipped']}")
+        else:
+            computed.append(name)
     return {"freeze": freeze, "compute": compute, "computed": computed, "skipped": skipped}
 
 
@@ -756,12 +774,14 @@ def report(plan: Plan, world: World, result: dict, release: dict | None, lab: La
     )
     if result["pool"] is not None:
         pool = result["pool"]
+        end = result["handed_again"]
         lines.append(
             f"items held by B's waiting annotators at the kill: {pool['held']}; after the "
             f"{plan.lease_minutes}-minute lease (B still down): {pool['expired']} leases "
-            f"expired, {pool['free']} with a slot free again, {pool['full']} full already; "
-            f"handed to another annotator after the lease: {result['handed_again']} "
-            f"(loadavg {loads.get('pool')})"
+            f"expired, {pool['free']} with a slot free again, {pool['filled_by_others']} "
+            f"filled to k by others (loadavg {loads.get('pool')}); by the end "
+            f"{end['handed_again']} handed to another annotator after the lease, "
+            f"{end['filled_by_others']} filled to k without the held answer"
         )
     if result["still_running"]:
         lines.append(f"WARNING: {result['still_running']} annotator threads did not finish")
@@ -773,7 +793,7 @@ def report(plan: Plan, world: World, result: dict, release: dict | None, lab: La
             f"{compute['cpu_s']:.1f} CPU-s (target ≤ 30 s), peak RSS "
             f"{compute['peak_mib']:,.0f} MiB; slices computed {len(release['computed'])}, "
             f"skipped {len(release['skipped'])}"
-            + (f" ({', '.join(release['skipped'])})" if release["skipped"] else "")
+            + (f" ({'; '.join(release['skipped'])})" if release["skipped"] else "")
             + f"; loadavg {compute['load']}"
         )
     return "\n".join(lines)
