@@ -48,6 +48,7 @@ from bench._hosts import HTTP_PORT, Lab
 OUT_DIR = Path(__file__).resolve().parent / "out"
 RELEASE_FILES = Path(os.environ.get("H2HTALK_SHARED_DATA") or SHARED_DATA)
 EARLIER_RATERS = 30
+RESULT_PREFIX = "TWO-HOSTS-RESULT "  # one line of JSON for tests/test_two_hosts.py
 
 
 @dataclass
@@ -63,6 +64,7 @@ class Plan:
     gunicorn_workers: int = 3
     seed_share: float = 0.5  # comparisons voted by earlier raters before the run
     release_draws: int = 1000
+    release: bool = True
 
     @property
     def down_seconds(self) -> float:
@@ -84,6 +86,8 @@ class Plan:
             pace=(float(pace[0]), float(pace[1])),
             gunicorn_workers=env_int("BENCH_TWO_HOSTS_WORKERS", 3),
             release_draws=env_int("BENCH_LEADERBOARD_DRAWS", 1000),
+            seed_share=float(os.environ.get("BENCH_TWO_HOSTS_SEED_SHARE", "0.5")),
+            release=os.environ.get("BENCH_TWO_HOSTS_RELEASE", "1") != "0",
         )
 
 
@@ -799,6 +803,31 @@ def report(plan: Plan, world: World, result: dict, release: dict | None, lab: La
     return "\n".join(lines)
 
 
+def summarize(world: World, result: dict) -> dict:
+    """The guarantees' figures, read from the database after the run."""
+    from annotation.models import Judgment
+
+    campaign = world.campaign
+    errors: dict = {}
+    for rater in result["raters"]:
+        for key, n in rater.errors.items():
+            errors[key] = errors.get(key, 0) + n
+    return {
+        **result["integrity"],
+        "comparisons": world.comparisons,
+        "full": campaign.comparisons.filter(judgment_count__gte=campaign.overlap).count(),
+        "judgments": Judgment.objects.filter(comparison__campaign=campaign).count(),
+        "seeded_votes": world.seeded_votes,
+        "pool": result["pool"],
+        "end": result["handed_again"],
+        "moved": len(result["board"].moved),
+        "dropped": sum(len(r.dropped) for r in result["raters"]),
+        "unreachable": len(result["board"].unreachable),
+        "errors": errors,
+        "still_running": result["still_running"],
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     plan = Plan.from_env()
     if plan.seconds < plan.down_seconds + 60:
@@ -823,9 +852,11 @@ def main(argv: list[str] | None = None) -> int:
         from django.db import connections
 
         connections.close_all()
-        release = release_after(world, plan)
+        release = release_after(world, plan) if plan.release else None
         text = report(plan, world, result, release, lab)
+        summary = summarize(world, result)
     print(text)
+    print(RESULT_PREFIX + json.dumps(summary), flush=True)
     OUT_DIR.mkdir(exist_ok=True)
     path = OUT_DIR / f"two-hosts-{started:%Y%m%d-%H%M%S}.txt"
     path.write_text(text + "\n", encoding="utf-8")
