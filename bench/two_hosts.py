@@ -256,14 +256,17 @@ def seed_earlier_votes(plan: Plan, campaign, rng: random.Random) -> int:
         ids = [c.pk for c in chosen[start : start + 5_000]]
         Comparison.objects.filter(pk__in=ids).update(judgment_count=campaign.overlap)
     with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
         cursor.execute(
             """INSERT INTO annotation_annotatortally
                 (campaign_id, annotator_id, judged, filled, day, today)
-            SELECT %s, j.annotator_id, count(*), count(*) FILTER (WHERE j.id = (
-                SELECT max(x.id) FROM annotation_judgment x
-                WHERE x.comparison_id = j.comparison_id)), NULL, 0
-            FROM annotation_judgment j JOIN annotation_comparison c ON c.id = j.comparison_id
-            WHERE c.campaign_id = %s GROUP BY j.annotator_id""",
+            SELECT %s, annotator_id, count(*), count(*) FILTER (WHERE latest = 1), NULL, 0
+            FROM (SELECT j.annotator_id, row_number() OVER (
+                    PARTITION BY j.comparison_id ORDER BY j.id DESC) AS latest
+                FROM annotation_judgment j
+                JOIN annotation_comparison c ON c.id = j.comparison_id
+                WHERE c.campaign_id = %s) AS votes
+            GROUP BY annotator_id""",
             [campaign.pk, campaign.pk],
         )
         cursor.execute(
