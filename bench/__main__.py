@@ -10,8 +10,8 @@ the test database are never opened.
 Results are also written as JSON to bench/out/ (gitignored).
 
 `python -m bench two_hosts` runs only when named: it makes its own hosts, database and broker
-(bench/two_hosts.py; needs root). `python -m bench mutation …` is not a benchmark: it mutation-tests the statistics and the queue
-(bench/_mutation.py; README, "Mutation testing").
+(bench/two_hosts.py; needs root). `python -m bench mutation …` is not a benchmark: it
+mutation-tests the statistics and the queue (bench/_mutation.py; README, "Mutation testing").
 """
 
 import argparse
