@@ -538,12 +538,16 @@ def pool_check(campaign, held) -> dict:
         filter=Q(assignments__state=Assignment.State.OPEN, assignments__lease_expires_at__gt=now),
     )
     comparisons = Comparison.objects.filter(pk__in=[c for _, c, _ in held]).annotate(live=live)
-    taken = [c.judgment_count + c.live for c in comparisons]
+    k = campaign.overlap
+    full = sum(c.judgment_count >= k for c in comparisons)
+    free = sum(c.judgment_count + c.live < k for c in comparisons)
     return {
         "held": len(held),
         "expired": expired,
-        "free": sum(n < campaign.overlap for n in taken),
-        "filled_by_others": sum(c.judgment_count >= campaign.overlap for c in comparisons),
+        "free": free,
+        "filled_by_others": full,
+        # judgments + others' live leases = k: the held slot went to someone who holds it now
+        "leased_to_others": len(comparisons) - full - free,
     }
 
 
@@ -786,7 +790,8 @@ def report(plan: Plan, world: World, result: dict, release: dict | None, lab: La
             f"items held by B's waiting annotators at the kill: {pool['held']}; after the "
             f"{plan.lease_minutes}-minute lease (B still down): {pool['expired']} leases "
             f"expired, {pool['free']} with a slot free again, {pool['filled_by_others']} "
-            f"filled to k by others (loadavg {loads.get('pool')}); by the end "
+            f"filled to k by others, {pool['leased_to_others']} with the slot leased to "
+            f"another annotator (loadavg {loads.get('pool')}); by the end "
             f"{end['handed_again']} handed to another annotator after the lease, "
             f"{end['filled_by_others']} filled to k without the held answer"
         )

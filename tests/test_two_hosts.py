@@ -70,10 +70,11 @@ def test_a_killed_host_loses_no_answer_and_its_leases_return():
     assert result["moved"] == 2
     pool = result["pool"]
     assert 1 <= pool["held"] <= 2  # the two who wait, unless one was between items
-    # After their lease, with B still down: expired, and not counted against k any more
-    # (a slot free, or the comparison filled to k by others, which the lease would forbid).
+    # After their lease, with B still down: expired, and not counted against k any more: a
+    # slot free, or the comparison filled (or leased) to k by others, which the held lease
+    # would have forbidden.
     assert pool["expired"] == pool["held"]
-    assert pool["free"] + pool["filled_by_others"] == pool["held"]
+    assert pool["free"] + pool["filled_by_others"] + pool["leased_to_others"] == pool["held"]
     # By the end the campaign is complete, the held comparisons judged k times by others.
     assert result["full"] == result["comparisons"] == 132
     assert result["end"]["filled_by_others"] == pool["held"]
