@@ -34,6 +34,7 @@ urlpatterns = [
     path("manage/users/<int:user_id>/roles/", accounts.set_roles, name="set_roles"),
     path("manage/users/<int:user_id>/active/", accounts.set_active, name="set_active"),
     path("manage/users/<int:user_id>/revoke-links/", accounts.revoke_links, name="revoke_links"),
+    path("manage/users/<int:user_id>/new-link/", accounts.new_link, name="new_link"),
     path(
         "password/set/<uidb64>/<token>/",
         accounts.SetPasswordView.as_view(),
