@@ -203,8 +203,9 @@ def make_campaign(plan: Plan, companions, run):
     return campaign
 
 
-def build_on_worker(campaign, timeout: float = 900) -> float:
-    """The campaign build job (annotation.tasks.queue_build), run by a host's Celery worker."""
+def build_on_worker(campaign, lab: Lab, timeout: float = 900) -> float:
+    """The campaign build job (annotation.tasks.queue_build), run by a host's Celery worker;
+    fails at once when every worker has exited (their logs' ends in the error)."""
     from django.db import transaction
 
     from annotation.tasks import queue_build
@@ -221,6 +222,9 @@ def build_on_worker(campaign, timeout: float = 900) -> float:
             return time.perf_counter() - started
         if job.state == Job.State.FAILED:
             raise RuntimeError(f"campaign build failed: {job.message}")
+        if all(h.worker is None or h.worker.poll() is not None for h in lab.hosts):
+            logs = "\n".join(lab.log_tail(h) for h in lab.hosts)
+            raise RuntimeError(f"every Celery worker exited before the build ran:\n{logs}")
         time.sleep(1)
     raise RuntimeError(f"campaign build not done after {timeout:.0f} s ({job.state})")
 
@@ -302,7 +306,7 @@ def build_world(plan: Plan, lab: Lab) -> World:
         f"(loadavg {loadavg()})"
     )
     campaign = make_campaign(plan, companions, run)
-    seconds["build"] = build_on_worker(campaign)
+    seconds["build"] = build_on_worker(campaign, lab)
     comparisons = campaign.comparisons.count()
     started = time.perf_counter()
     seeded = seed_earlier_votes(plan, campaign, rng) if plan.seed_share else 0
