@@ -841,6 +841,9 @@ def summarize(world: World, result: dict) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv:  # settings come from the environment (the docstring's BENCH_TWO_HOSTS_*)
+        print(__doc__)
+        return 0 if argv[0] in ("-h", "--help") else 2
     plan = Plan.from_env()
     if plan.seconds < plan.down_seconds + 60:
         print(f"BENCH_TWO_HOSTS_SECONDS must be at least {plan.down_seconds + 60:.0f}")
