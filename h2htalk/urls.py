@@ -51,6 +51,8 @@ urlpatterns = [
     path("judges/", include("scoring.judges.urls")),
     path("calibration/", include("scoring.calibration.urls")),
     path("releases/", include("scoring.releases.urls")),
+    path("datasets/", include("scoring.hfexport.urls")),
+    path("webhooks/", include("webhooks.urls")),
     path("api/", include("h2htalk.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api_schema"),
     path("api/docs/", views.api_docs, name="api_docs"),

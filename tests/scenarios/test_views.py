@@ -64,7 +64,7 @@ def test_list_partial_for_htmx_and_constant_query_count(
     partial = researcher_client.get(
         url, {"page": 2}, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="results"
     )
-    assert b"<html" not in partial.content and b"Page 2 of 2" in partial.content
+    assert b"<html" not in partial.content and b"page 2 of 2" in partial.content
 
 
 def test_create_with_validation_messages(researcher_client):
