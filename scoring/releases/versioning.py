@@ -384,3 +384,30 @@ def lineage(release: Release) -> list[Release]:
     while chain[0].parent_id is not None:
         chain.insert(0, Release.objects.defer("inputs").get(pk=chain[0].parent_id))
     return chain + list(release.versions.defer("inputs").order_by("created_at", "pk"))
+
+
+def page_context(release: Release, result) -> dict:
+    """What a release page shows about versions: its lineage, whether a version can be made
+    from it, and (for a version with numbers) the change table against its parent."""
+    context = {
+        "lineage": lineage(release) if release.parent_id or release.versions.exists() else [],
+        "can_version": result is not None and release.state == Release.State.READY,
+    }
+    if release.parent_id is None or result is None:
+        return context
+    parent = Release.objects.select_related("result").get(pk=release.parent_id)
+    section = release.inputs.get("version") if release.inputs else None
+    parent_result = ReleaseResult.objects.filter(release=parent).first()
+    if not section or parent_result is None:
+        return context
+    rows = changes(parent_result.data, result.data, section)
+    for row in rows:
+        row["why"] = [reason_text(code, n) for code, n in row["reasons"]]
+    context["version"] = {
+        "parent": parent,
+        "rows": rows,
+        "anchor_elo": section["anchor_elo"],
+        "campaigns": list(Campaign.objects.filter(pk__in=section["campaigns"]).order_by("pk")),
+        "dropped": len(section["dropped_judgments"]),
+    }
+    return context
