@@ -14,11 +14,14 @@ import math
 import numpy as np
 import pytest
 from django.core.management import call_command
+from django.urls import reverse
 from django.utils import timezone
+from rest_framework.test import APIClient
 
 from annotation import exclusions
 from annotation.models import Campaign, Comparison
 from annotation.pairing import build_comparisons
+from h2htalk.roles import ANNOTATOR, RESEARCHER
 from scenarios.models import CompanionModel, GenerationRun, Response
 from scoring.models import Release
 from scoring.releases import computing, versioning
@@ -27,6 +30,7 @@ from scoring.releases import service as releases
 from scoring.releases.errors import ReleaseError
 from tests import simulators
 from tests.annotation import factories as campaign_factories
+from tests.conftest import make_user
 from tests.scenarios import factories
 from tests.scoring.test_release_flags import _renumbered
 from tests.scoring.test_release_pipeline import REFERENCE, make_release, rated_world, reply
@@ -256,3 +260,76 @@ def test_renumbered_ids_give_the_same_change_table(world):
         ({k: v for k, v in row.items() if k != "id"} for row in again), key=lambda r: r["name"]
     )
     assert Comparison.objects.filter(campaign=campaign).count() == 8
+
+
+# ---------------------------------------------------------------- pages, API and roles
+
+
+def test_new_version_from_the_page_shows_the_change_table(client, world):
+    parent = make_release(world, name="Page v1", judge=False, n_boot=200)
+    campaign, newcomer = newcomer_campaign(world, n_scenarios=8)
+    client.force_login(world.owner)
+    page = client.get(reverse("releases:detail", kwargs={"pk": parent.pk})).content.decode()
+    form_url = reverse("releases:version_create", kwargs={"pk": parent.pk})
+    assert form_url in page
+    assert client.get(form_url).status_code == 200
+    refused = client.post(form_url, {"name": "Page v2", "companions": [newcomer.pk]})
+    assert refused.status_code == 200 and "Newcomer-Nu" in refused.content.decode()
+    assert not Release.objects.filter(name="Page v2").exists()
+    response = client.post(
+        form_url, {"name": "Page v2", "campaigns": [campaign.pk], "companions": [newcomer.pk]}
+    )
+    version = Release.objects.get(name="Page v2")
+    assert response.status_code == 302 and response["Location"].endswith(f"/{version.pk}/")
+    page = client.get(response["Location"]).content.decode()
+    assert 'id="version-changes"' in page and "new companion" in page
+    assert "Page v1" in page and "24 new votes" in page
+    parent_page = client.get(reverse("releases:detail", kwargs={"pk": parent.pk})).content
+    assert b"Page v2" in parent_page  # the parent lists its versions
+    client.cookies.load({"django_language": "zh-hans"})
+    page = client.get(response["Location"], HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    assert "新增同伴" in page
+
+
+def test_the_api_creates_a_version_and_reads_its_lineage(world):
+    parent = make_release(world, name="Api v1", judge=False, n_boot=200)
+    campaign, newcomer = newcomer_campaign(world, n_scenarios=8)
+    api = APIClient()
+    api.force_authenticate(world.owner)
+    bad = api.post(
+        f"/api/releases/{parent.pk}/versions/",
+        {"name": "x", "companions": [newcomer.pk]},
+        format="json",
+    )
+    assert bad.status_code == 400 and "Newcomer-Nu" in str(bad.json())
+    made = api.post(
+        f"/api/releases/{parent.pk}/versions/",
+        {"name": "Api v2", "campaigns": [campaign.pk], "companions": [newcomer.pk]},
+        format="json",
+    )
+    assert made.status_code == 201, made.json()
+    body = made.json()
+    assert body["parent"] == parent.pk and body["state"] == "ready"
+    lineage = api.get(f"/api/releases/{body['id']}/lineage/").json()
+    assert [r["name"] for r in lineage["releases"]] == ["Api v1", "Api v2"]
+    by_name = {row["name"]: row for row in lineage["changes"]}
+    assert by_name["Newcomer-Nu"]["reasons"][0] == {"code": "new_companion", "votes": 0}
+    assert by_name[world.companions[1].name]["change"] == 0.0
+    assert api.get(f"/api/releases/{parent.pk}/lineage/").json()["changes"] is None
+
+
+def test_outsiders_and_annotators_cannot_make_or_read_versions(client, world, django_user_model):
+    parent = make_release(world, name="Roles v1", judge=False, n_boot=100)
+    outsider = make_user(django_user_model, "veroutsider", RESEARCHER)
+    form_url = reverse("releases:version_create", kwargs={"pk": parent.pk})
+    client.force_login(outsider)
+    assert client.get(form_url).status_code == 404
+    assert client.post(form_url, {"name": "Sneaky"}).status_code == 404
+    api = APIClient()
+    api.force_authenticate(outsider)
+    assert api.post(f"/api/releases/{parent.pk}/versions/", {"name": "Sneaky"}).status_code == 404
+    assert api.get(f"/api/releases/{parent.pk}/lineage/").status_code == 404
+    rater = make_user(django_user_model, "verrater9", ANNOTATOR)
+    client.force_login(rater)
+    assert client.get(form_url).status_code == 403
+    assert not Release.objects.filter(name="Sneaky").exists()
