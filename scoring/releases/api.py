@@ -182,7 +182,7 @@ class VersionCreateSerializer(serializers.Serializer):
         super().__init__(*args, **kwargs)
         request = self.context.get("request")
         if request is not None:
-            self.fields["campaigns"].queryset = managed_campaigns(request.user)
+            self.fields["campaigns"].child_relation.queryset = managed_campaigns(request.user)
 
     def validate_name(self, value):
         value = value.strip()
