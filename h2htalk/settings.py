@@ -54,6 +54,7 @@ INSTALLED_APPS = [
     "scenarios",
     "annotation",
     "scoring",
+    "webhooks",
 ]
 
 MIDDLEWARE = [
@@ -170,6 +171,17 @@ for _proxy in TRUSTED_PROXIES:
         raise ImproperlyConfigured(
             f"TRUSTED_PROXIES: {_proxy!r} is not an IP address or network ({error})"
         ) from None
+# Study links (annotation.study): joins from one client address that are not a participant
+# resuming in the same browser, per window (the login throttle's slots, h2htalk.auth); and the
+# seconds the completion and screen-out pages wait before sending the participant back.
+STUDY_JOIN_ADDRESS_LIMIT = int(os.environ.get("STUDY_JOIN_ADDRESS_LIMIT", "30"))
+STUDY_JOIN_WINDOW_SECONDS = int(os.environ.get("STUDY_JOIN_WINDOW_SECONDS", "600"))
+STUDY_REDIRECT_SECONDS = int(os.environ.get("STUDY_REDIRECT_SECONDS", "5"))
+if min(STUDY_JOIN_ADDRESS_LIMIT, STUDY_JOIN_WINDOW_SECONDS) < 1 or STUDY_REDIRECT_SECONDS < 0:
+    raise ImproperlyConfigured(
+        "STUDY_JOIN_ADDRESS_LIMIT and STUDY_JOIN_WINDOW_SECONDS must be >= 1, "
+        "STUDY_REDIRECT_SECONDS >= 0"
+    )
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 # One-time links to set a password (h2htalk.accounts.links) stop working after this long.
@@ -235,6 +247,12 @@ PAPER_MODELS_DIR = os.environ.get("H2HTALK_PAPER_MODELS_DIR", "")
 # hosts by default; link-local, cloud metadata and private addresses only when an entry (an
 # address, a CIDR network, a host name or *.domain) lists them. Checked on save and on connect.
 LLM_ALLOWED_ENDPOINTS = env_list("LLM_ALLOWED_ENDPOINTS", "public,loopback")
+
+# Webhooks (README "Webhooks"): their URLs pass the same allow-list as LLM endpoints.
+WEBHOOK_BATCH_SECONDS = float(os.environ.get("WEBHOOK_BATCH_SECONDS", "30"))
+WEBHOOK_MAX_ATTEMPTS = int(os.environ.get("WEBHOOK_MAX_ATTEMPTS", "6"))
+WEBHOOK_RETRY_BASE_SECONDS = float(os.environ.get("WEBHOOK_RETRY_BASE_SECONDS", "30"))
+WEBHOOK_TIMEOUT_SECONDS = float(os.environ.get("WEBHOOK_TIMEOUT_SECONDS", "10"))
 
 # Celery: eager (in-process) unless a broker is configured.
 CELERY_TASK_ALWAYS_EAGER = not os.environ.get("CELERY_BROKER_URL")

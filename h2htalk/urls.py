@@ -45,6 +45,7 @@ urlpatterns = [
     path("scenarios/", include("scenarios.urls")),
     path("companions/", include("scenarios.companions.urls")),
     path("rate/", include("annotation.urls")),
+    path("", include("annotation.study.urls")),  # /join/<token>/ and the participant's pages
     path("campaigns/", include("annotation.campaign_urls")),
     path("scoring/", include("scoring.agreement.urls")),
     path("planning/", include("scoring.planning.urls")),
@@ -52,6 +53,7 @@ urlpatterns = [
     path("calibration/", include("scoring.calibration.urls")),
     path("releases/", include("scoring.releases.urls")),
     path("datasets/", include("scoring.hfexport.urls")),
+    path("webhooks/", include("webhooks.urls")),
     path("api/", include("h2htalk.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api_schema"),
     path("api/docs/", views.api_docs, name="api_docs"),

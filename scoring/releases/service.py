@@ -32,6 +32,7 @@ from scoring.releases.freezing import (
     fingerprint_of,
     freeze,
 )
+from scoring.releases.signals import release_published
 from scoring.releases.verifying import verify
 
 KIND = "release_compute"
@@ -76,6 +77,12 @@ def create_release(
             created_by=user,
         )
         release.companions.set(chosen)
+    return start(release, user, compute_now)
+
+
+def start(release: Release, user, compute_now: bool | None) -> Release:
+    """Freeze and compute a new release (or version): inline when compute_now (None: when small,
+    else as a background job; False: not at all)."""
     if compute_now is None:
         compute_now = not needs_job(release)
         if not compute_now:
@@ -109,19 +116,26 @@ def freeze_release(release: Release, progress=None) -> None:
     stored), then freeze the inputs."""
     companion_ids = list(release.companions.values_list("pk", flat=True))
     candidates = candidate_responses(release.campaign, companion_ids)
+    for campaign in release.added_campaigns.all():  # a version's other campaigns
+        candidates = candidates | candidate_responses(campaign, companion_ids)
     profile = None
     if release.judge is not None and metric_jobs.stored_profile(candidates) is None:
         profile = release.judge.document.get("metrics_profile")
     metric_jobs.compute(candidates, profile=profile, keep_other_profiles=True, progress=progress)
-    inputs = freeze(
-        release.campaign,
-        list(release.companions.all()),
-        release.anchor,
-        release.judge,
-        release.seed,
-        release.n_boot,
-        release.style_control,
-    )
+    if release.parent_id is not None:
+        from scoring.releases.versioning import freeze_version
+
+        inputs = freeze_version(release)
+    else:
+        inputs = freeze(
+            release.campaign,
+            list(release.companions.all()),
+            release.anchor,
+            release.judge,
+            release.seed,
+            release.n_boot,
+            release.style_control,
+        )
     release.inputs = inputs
     release.fingerprint = fingerprint_of(inputs)
     release.frozen_at = timezone.now()
@@ -184,6 +198,7 @@ def compute(release: Release, progress=None) -> ReleaseResult:
     seconds = time.perf_counter() - start
     text = canonical(data)
     with transaction.atomic():
+        first = not ReleaseResult.objects.filter(release=release).exists()
         result, _ = ReleaseResult.objects.update_or_create(
             release=release,
             defaults={
@@ -198,6 +213,8 @@ def compute(release: Release, progress=None) -> ReleaseResult:
             state=Release.State.READY,
             message=f"computed in {seconds:.1f} s",
         )
+        if first:
+            release_published.send(Release, release=release)
     release.state = Release.State.READY
     release.message = f"computed in {seconds:.1f} s"
     release.result = result

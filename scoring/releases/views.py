@@ -7,7 +7,7 @@ from django.db import transaction
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.translation import gettext
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from h2htalk import jobs
@@ -16,9 +16,10 @@ from h2htalk.params import int_param
 from h2htalk.roles import RESEARCHER, role_required
 from scoring import tasks
 from scoring.models import Release, ReleaseResult
-from scoring.releases import access, formats, leaderboard
+from scoring.releases import access, formats, leaderboard, versioning
 from scoring.releases import service as releases
-from scoring.releases.forms import ReleaseForm
+from scoring.releases.errors import ReleaseError
+from scoring.releases.forms import ReleaseForm, VersionForm
 from scoring.releases.freezing import NO_JUDGE
 
 
@@ -63,11 +64,18 @@ def release_create(request):
             user=request.user,
         )
         if release.state == Release.State.FAILED:
-            messages.error(request, f"The release could not be computed: {release.message}")
+            messages.error(
+                request,
+                _("The release could not be computed: %(message)s") % {"message": release.message},
+            )
         elif release.state == Release.State.READY:
-            messages.success(request, f"Release {release.name} frozen and computed.")
+            messages.success(
+                request, _("Release %(name)s frozen and computed.") % {"name": release.name}
+            )
         else:
-            messages.info(request, "A large release: it is frozen and computed in the background.")
+            messages.info(
+                request, _("A large release: it is frozen and computed in the background.")
+            )
         return redirect("releases:detail", pk=release.pk)
     return render(request, "releases/form.html", {"form": form})
 
@@ -84,14 +92,47 @@ def release_detail(request, pk):
     if result is not None:
         context.update(leaderboard.leaderboard_context(result.data))
         context["result"] = result
+    context.update(versioning.page_context(release, result))
     return render(request, "releases/detail.html", context)
+
+
+@role_required(RESEARCHER)
+def version_create(request, pk):
+    """A new version of a computed release: the form, then freezing and computing it (inline
+    when small, else a background job)."""
+    parent = access.release_or_404(request.user, pk)
+    form = VersionForm(request.POST or None, parent=parent, user=request.user)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            version = versioning.create_version(
+                parent,
+                name=data["name"],
+                description=data["description"],
+                campaigns=list(data["campaigns"]),
+                companions=list(data["companions"]),
+                user=request.user,
+            )
+        except ReleaseError as error:
+            form.add_error(None, str(error))
+        else:
+            if version.state == Release.State.FAILED:
+                messages.error(
+                    request, _("The version could not be computed: %s") % version.message
+                )
+            elif version.state != Release.State.READY:
+                messages.info(
+                    request, _("A large version: it is frozen and computed in the background.")
+                )
+            return redirect("releases:detail", pk=version.pk)
+    return render(request, "releases/version_form.html", {"form": form, "parent": parent})
 
 
 @role_required(RESEARCHER)
 def release_export(request, pk, fmt):
     release = access.release_or_404(request.user, pk)
     if _result(release) is None:
-        messages.error(request, "The release has no numbers yet.")
+        messages.error(request, _("The release has no numbers yet."))
         return redirect("releases:detail", pk=release.pk)
     response = HttpResponse(formats.FILES[fmt](release), content_type=formats.CONTENT_TYPES[fmt])
     response["Content-Disposition"] = f'attachment; filename="{formats.file_stem(release)}.{fmt}"'
@@ -106,7 +147,7 @@ def release_compute(request, pk):
     takes half a minute and more: never inside the request)."""
     release = access.release_or_404(request.user, pk)
     if releases.running_job(release):
-        messages.info(request, gettext("This release is being computed already."))
+        messages.info(request, _("This release is being computed already."))
     else:
         with transaction.atomic():
             job = tasks.queue_release_job(release, request.user)
@@ -117,8 +158,8 @@ def release_compute(request, pk):
             return redirect(reverse("releases:detail", kwargs={"pk": release.pk}))
         messages.info(
             request,
-            gettext("Computing and verifying in the background: this page shows the progress.")
+            _("Computing and verifying in the background: this page shows the progress.")
             if _result(release)
-            else gettext("Computing in the background: this page shows the progress."),
+            else _("Computing in the background: this page shows the progress."),
         )
     return redirect(reverse("releases:detail", kwargs={"pk": release.pk}))
