@@ -56,6 +56,7 @@ VISITED = {
     "releases:list": ("researcher", ()),
     "releases:create": ("researcher", ()),
     "releases:detail": ("researcher", ("release",)),
+    "campaigns:study": ("researcher", ("campaign",)),
     "webhooks:list": ("researcher", ()),
     "webhooks:create": ("researcher", ()),
     "webhooks:detail": ("researcher", ("endpoint",)),
@@ -69,7 +70,8 @@ VISITED = {
 # without the browser's own dialog and checks the confirmation page.
 ASKED = {"webhooks:delete": "webhooks:detail"}
 
-# Rendered in Chinese by tests/browser/test_chinese_interface.py.
+# Rendered in Chinese by tests/browser/test_chinese_interface.py, and the study participant's
+# pages by tests/browser/test_study.py (each test checks that it rendered its routes).
 ANNOTATOR_PAGES = {
     "login": "the login page and its refusal",
     "password_set": "the set-password page of a one-time link",
@@ -79,6 +81,9 @@ ANNOTATOR_PAGES = {
     "annotation:care": "the content settings, before and after saving (also test_care.py)",
     "annotation:qualify": "the qualification page: a practice item, the result (not passed)",
     "annotation:practice_feedback": "a practice item's feedback with the explanation",
+    "study:join": "the study link refusing a join without a participant id",
+    "study:step": "the participant's consent and instructions, then the completion code",
+    "study:consent": "the answer to the consent form: the page of a participant who declined",
 }
 
 # No page of their own: POST-only actions (they answer with a redirect to a page above or an
@@ -131,6 +136,8 @@ EXCLUDED = {
     "annotation:rather_not": "POST only: the content note's \"I'd rather not\" (annotator "
     "side), answers with the next item of the rating page",
     "webhooks:resend": "POST only: a button of webhooks:delivery",
+    "campaigns:study_action": "POST only: the rotate / close / open buttons of campaigns:study",
+    "campaigns:study_export": "a CSV download (the participants, for payment)",
 }
 
 # Prefixes of routes that are no pages of this site: the REST API and Django's own admin (its

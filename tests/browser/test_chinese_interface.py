@@ -23,6 +23,7 @@ from tests.annotation.qualification_setup import (
 )
 from tests.browser.researcher_pages import ANNOTATOR_PAGES
 from tests.browser.test_qualification import keys_ready, practice_key
+from tests.browser.test_study import STUDY_PAGES
 from tests.browser.visible_text import assert_no_english, latin_words
 from tests.conftest import PASSWORD
 from tests.scenarios import factories as scenario_factories
@@ -30,7 +31,7 @@ from tests.scenarios import factories as scenario_factories
 ZH_GUIDELINES = "选择**更温暖**、同时尊重边界的回复。"
 EN_GUIDELINES = "Prefer the **warmer** reply that still respects boundaries."
 # The annotator pages each test below renders (tests/browser/researcher_pages.py lists them;
-# together they must be all of its ANNOTATOR_PAGES).
+# together with test_study.py's participant pages they must be all of its ANNOTATOR_PAGES).
 RATING_PAGES = {"login", "password_set", "annotation:home", "annotation:rate"}
 CARE_PAGES = {"annotation:support", "annotation:care"}
 QUALIFICATION_PAGES = {"annotation:qualify", "annotation:practice_feedback"}
@@ -91,7 +92,7 @@ def log_in_zh(page, user) -> None:
 
 
 def test_the_annotator_tests_render_every_annotator_page():
-    assert set(ANNOTATOR_PAGES) == RATING_PAGES | CARE_PAGES | QUALIFICATION_PAGES
+    assert set(ANNOTATOR_PAGES) == RATING_PAGES | CARE_PAGES | QUALIFICATION_PAGES | STUDY_PAGES
 
 
 def test_every_annotator_page_in_chinese(zh_page, rater, campaign, expected_errors):

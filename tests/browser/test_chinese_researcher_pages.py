@@ -16,11 +16,13 @@ from django.urls import reverse
 from playwright.sync_api import expect
 
 from annotation.models import Campaign
+from annotation.study.models import StudyLink
 from h2htalk.models import Job
 from scenarios.models import CompanionModel, GenerationRun, Persona, Revision, Scenario
 from scenarios.tasks import run_scenario_import
 from scoring.models import CalibratedJudge, JudgeConfig, JudgeRun, Release
 from scoring.tasks import run_judge_import
+from tests.annotation.study_factories import link_for
 from tests.browser.researcher_pages import ASKED, VISITED
 from tests.browser.test_xss import run_import
 from tests.browser.visible_text import WORD, latin_words
@@ -46,6 +48,8 @@ ALLOWED = {
     "README",
     "URL",
     "HTTP",
+    "Prolific",
+    *("Amazon", "Mechanical", "Turk", "MTurk"),
     "POST",
     "ID",
     "Webhook",
@@ -142,6 +146,8 @@ def typed_names() -> set[str]:
         (CalibratedJudge, ["name"]),
         (Release, ["name", "fingerprint"]),
         (Endpoint, ["url"]),
+        (StudyLink, ["token", "participant_param", "study_param", "session_param"]),
+        (StudyLink, ["completion_code", "completion_url", "screenout_code", "screenout_url"]),
     ]:
         for row in model.objects.values_list(*fields):
             texts.extend(str(value) for value in row if value)
@@ -220,6 +226,9 @@ def objects(demo, django_user_model):
     Release.objects.filter(campaign=campaign).update(description="演示发布。")
     scenario = Scenario.objects.order_by("pk").first()
     endpoint = webhook_endpoint(researcher, campaign)
+    link_for(
+        campaign, consent_zh_hans="您同意为对话**评分**。", instructions_zh_hans="请读完两条回复。"
+    )
     return {
         "campaign": campaign,
         "scenario": scenario,
