@@ -56,6 +56,7 @@ VISITED = {
     "releases:list": ("researcher", ()),
     "releases:create": ("researcher", ()),
     "releases:detail": ("researcher", ("release",)),
+    "releases:version_create": ("researcher", ("release",)),
     "campaigns:study": ("researcher", ("campaign",)),
     "webhooks:list": ("researcher", ()),
     "webhooks:create": ("researcher", ()),
