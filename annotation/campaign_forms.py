@@ -4,6 +4,7 @@ from django import forms
 from django.contrib.auth import get_user_model
 from django.db.models import QuerySet
 from django.http import QueryDict
+from django.utils.functional import lazy
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
@@ -20,12 +21,22 @@ DEFAULT_SCENARIO_QUERY = "state=approved"
 # The settings that decide which comparisons exist. Once a judgment exists they are frozen:
 # the judgments already given belong to that design.
 PAIRING_FIELDS = ["scenario_query", "companions", "runs", "pairing", "pairs_per_scenario", "seed"]
-PAIRING_RULE = (
+PAIRING_RULE = _(
     "Once the campaign has judgments, its comparison settings (scenarios, companions, runs, "
     "pairing, pairs per scenario, seed) cannot change: the judgments already given belong to "
     "those comparisons. Start a new campaign for a different design; the other settings "
     "(name, texts, k, gold share, lease, people) can change at any time."
 )
+
+
+def reasons_help() -> str:
+    """The reasons field's help, in the page's language (built when shown: it has a number)."""
+    return gettext(
+        "The checklist annotators tick to say why the response they prefer is better, one "
+        "per line (at most %(n)d), e.g. “more empathetic”, “safer”, “remembers better”, "
+        "“better plan”. Empty: no reasons asked. Keep a label once judgments use it: its "
+        "key is made from it."
+    ) % {"n": MAX_REASONS}
 
 
 def normalise_query(raw: str) -> str:
@@ -157,13 +168,7 @@ class CampaignForm(forms.ModelForm):
     reason_choices = ReasonsField(
         label=_("Reasons"),
         required=False,
-        help_text=_(
-            "The checklist annotators tick to say why the response they prefer is better, one "
-            "per line (at most %(n)d), e.g. “more empathetic”, “safer”, “remembers better”, "
-            "“better plan”. Empty: no reasons asked. Keep a label once judgments use it: its "
-            "key is made from it."
-        )
-        % {"n": MAX_REASONS},
+        help_text=lazy(reasons_help, str)(),
     )
     ask_confidence = forms.BooleanField(
         label=_("Ask for confidence"),

@@ -15,6 +15,7 @@ from django.http import QueryDict
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from h2htalk import display
 from scenarios.filters import FLAG_CHOICES, ScenarioFilter
 from scenarios.models import CompanionModel, GenerationRun, Persona, Scenario, Tag
 from scenarios.taxonomy import LANGUAGES, Subtask
@@ -34,7 +35,10 @@ class ScenarioSetForm(forms.Form):
 
     picker = forms.CharField(widget=forms.HiddenInput, required=False, initial="1")
     subtask = forms.MultipleChoiceField(
-        label=gettext_lazy("Subtasks"), choices=Subtask.choices, required=False, widget=CHECKBOXES
+        label=gettext_lazy("Subtasks"),
+        choices=[(code, display.SUBTASK_LABELS[code]) for code in Subtask.values],
+        required=False,
+        widget=CHECKBOXES,
     )
     state = forms.MultipleChoiceField(
         label=gettext_lazy("Review states"),
@@ -47,7 +51,10 @@ class ScenarioSetForm(forms.Form):
         ),
     )
     language = forms.MultipleChoiceField(
-        label=gettext_lazy("Languages"), choices=LANGUAGES, required=False, widget=CHECKBOXES
+        label=gettext_lazy("Languages"),
+        choices=[(code, display.LANGUAGE_LABELS.get(code, name)) for code, name in LANGUAGES],
+        required=False,
+        widget=CHECKBOXES,
     )
     flags = forms.MultipleChoiceField(
         label=gettext_lazy("Flags (all ticked must hold)"),

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from numbers import Real
 
 from django.utils.translation import gettext as _
-from django.utils.translation import ngettext, pgettext_lazy
+from django.utils.translation import gettext_lazy, ngettext, pgettext_lazy
 
 from annotation.models import RATING_DIMENSIONS
 from scenarios.taxonomy import MEMORY_IMPORTANCE, Dimension, Subtask
@@ -297,3 +297,16 @@ def timestamp(value) -> str:
     if moment.tzinfo is not None:
         return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
     return moment.strftime("%Y-%m-%d %H:%M")
+
+
+# Krippendorff's levels of measurement (h2htalk.stats.agreement's codes) as pages name them.
+LEVEL_NAMES = {
+    "nominal": gettext_lazy("nominal"),
+    "ordinal": gettext_lazy("ordinal"),
+    "interval": gettext_lazy("interval"),
+    "ratio": gettext_lazy("ratio"),
+}
+
+
+def level_label(code: str) -> str:
+    return str(LEVEL_NAMES.get(code, code))

@@ -5,17 +5,17 @@ Written at display time, in the reader's language, from the stored report."""
 from pathlib import PurePath
 
 from django.utils.translation import gettext as _
-from django.utils.translation import ngettext
+from django.utils.translation import gettext_lazy, ngettext
 
 from h2htalk import display
 from scenarios.import_formats import RELEASE_LINES
 from scenarios.models import Scenario
 
 FORMAT_NAMES = {
-    "jsonl": "Platform JSONL",
-    "csv": "Platform CSV",
+    "jsonl": gettext_lazy("Platform JSONL"),
+    "csv": gettext_lazy("Platform CSV"),
     "sharegpt": "ShareGPT",
-    "release": "H2HTalk release",
+    "release": gettext_lazy("H2HTalk release"),
 }
 
 
@@ -93,3 +93,11 @@ def needs(file: dict) -> list[str]:
             % {"n": f"{file['without_input']:,}"}
         )
     return said
+
+
+def state_label(state: str) -> str:
+    """A stored scenario state ("draft") as the page's language names it."""
+    try:
+        return str(Scenario.State(state).label)
+    except ValueError:
+        return state

@@ -29,6 +29,7 @@ register.filter("share_of", display.share_of)
 register.filter("generation", display.generation_summary)
 register.filter("timestamp", display.timestamp)
 register.filter("flag_text", lambda items, english="": flag_text(items, english))
+register.filter("level_name", display.level_label)
 
 
 @register.simple_tag
@@ -68,3 +69,12 @@ def pagination(page, query="", target=""):
         "target": target,
         "gap": page.paginator.ELLIPSIS,
     }
+
+
+@register.filter
+def english(value):
+    """Text stored in English (a frozen document's notes, generated version strings) marked
+    lang="en", so a page in another language says which part it leaves in English."""
+    if value in (None, ""):
+        return ""
+    return format_html('<span lang="en">{}</span>', value)

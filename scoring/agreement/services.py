@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from django.contrib import messages
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Max, Q
+from django.utils.translation import gettext, gettext_lazy, gettext_noop
 
 from annotation import exclusions
 from annotation.models import Campaign, Judgment
@@ -36,7 +37,8 @@ ALPHA_COLUMNS = [
 ]
 EXCLUSION_ACTIONS = ("exclude", "exclude_flagged", "clear")
 INLINE_LIMIT = 5_000  # judgments computed in the request; above this a Celery job does it
-NOTE = (
+# Stored in the report (and its JSON export) in English; pages show it translated (note_text).
+NOTE = gettext_noop(
     "α: Krippendorff's alpha on the preference keyed by the model pair (ordinal for the "
     "5-point scale, nominal for A/tie/B, interval for 1–5 ratings of each response). Every "
     "comparison is counted once as its votes and once mirrored (A and B swapped), so α, "
@@ -197,13 +199,22 @@ def compute_report(campaign: Campaign, n_boot: int = 1000, seed: int = 0, progre
     return json_safe(report)
 
 
+def note_text(data: dict) -> str:
+    """The report's note in the page's language (a note stored by other code: as stored)."""
+    note = data.get("note", "")
+    return gettext(NOTE) if note == NOTE else note
+
+
 def alpha_tables(data: dict) -> list[tuple[str, list[dict]]]:
     """The page's α tables (overall, per dimension, per subtask), leaving out the rows of a
     label nobody gave twice on one comparison (all dashes: a rating dimension no one used);
     dimensions and subtasks in the benchmark's order."""
     order = {code: i for i, code in enumerate([*Dimension.values, *Subtask.values])}
-    sections = [("Overall", "overall"), ("Per dimension", "by_dimension")]
-    sections.append(("Per subtask", "by_subtask"))
+    sections = [
+        (gettext_lazy("Overall"), "overall"),
+        (gettext_lazy("Per dimension"), "by_dimension"),
+        (gettext_lazy("Per subtask"), "by_subtask"),
+    ]
     return [
         (
             title,

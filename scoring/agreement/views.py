@@ -22,6 +22,7 @@ def agreement_page(request, campaign_id):
     context = {"campaign": campaign, "report": report.data if report else None, "job": job}
     if report:
         context["alpha_tables"] = agreement.alpha_tables(report.data)
+        context["note"] = agreement.note_text(report.data)
     context["exclusions"] = exclusions.summary(campaign)
     if job:
         context["progress"] = jobs.live_progress(job)

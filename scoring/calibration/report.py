@@ -1,23 +1,33 @@
 """The tables of the calibration pages, read from a judge's stored document (the pages show
 what the document says; nothing is recomputed)."""
 
-from h2htalk.meanings import MEANINGS
-from scoring.charts import RELIABILITY_SERIES
+from django.utils.translation import gettext_lazy as _
 
-METRIC_ROWS = [  # (key in the held-out numbers of a judge, row label, decimals)
-    ("accuracy_without_ties", "Accuracy vs human majority, ties left out", 3),
-    ("accuracy_with_ties", "Accuracy vs human majority, with ties (tie band)", 3),
-    ("kappa", "Cohen's κ vs human majority (A / tie / B)", 3),
-    ("log_loss", "Log-loss over votes (lower is better)", 3),
-    ("brier", "Brier score over votes (lower is better)", 3),
-    ("ece", "Expected calibration error (10 bins; lower is better)", 3),
-    ("spearman", "System level: Spearman ρ with the human ranking", 3),
-    ("kendall", "System level: Kendall τ with the human ranking", 3),
+from h2htalk.meanings import MEANINGS
+from scoring.calibration.forms import feature_label
+from scoring.charts import RELIABILITY_SERIES
+from scoring.metrics import catalogue
+
+# (key in the held-out numbers of a judge, row label in the page's language, decimals)
+METRIC_ROWS = [
+    ("accuracy_without_ties", _("Accuracy vs human majority, ties left out"), 3),
+    ("accuracy_with_ties", _("Accuracy vs human majority, with ties (tie band)"), 3),
+    ("kappa", _("Cohen's κ vs human majority (A / tie / B)"), 3),
+    ("log_loss", _("Log-loss over votes (lower is better)"), 3),
+    ("brier", _("Brier score over votes (lower is better)"), 3),
+    ("ece", _("Expected calibration error (10 bins; lower is better)"), 3),
+    ("spearman", _("System level: Spearman ρ with the human ranking"), 3),
+    ("kendall", _("System level: Kendall τ with the human ranking"), 3),
 ]
 
 
 # The report's columns, in this order (labels as in the reliability diagram).
 JUDGE_LABELS = {name: RELIABILITY_SERIES[name][0] for name in ("raw", "composite", "calibrated")}
+
+
+def elo_label(name: str) -> str:
+    """A column of the system-level ranking ("human", or a judge) in the page's language."""
+    return _("Humans") if name == "human" else JUDGE_LABELS.get(name, name)
 
 
 def heldout_judges(document: dict) -> dict:
@@ -61,12 +71,13 @@ def companion_rows(document: dict) -> list[dict]:
 
 
 def weight_rows(document: dict) -> list[dict]:
-    """Per feature, its label, weight (standardised and per unit) and scale."""
+    """Per feature, its label in the page's language (the document's `feature_labels` stay
+    English), weight (standardised and per unit) and scale."""
     features = document["features"]
     return [
         {
             "feature": feature,
-            "label": document.get("feature_labels", {}).get(feature, feature),
+            "label": feature_label(feature) if feature in catalogue.LABELS else feature,
             "weight": weight,
             "per_unit": per_unit,
             "scale": scale,
@@ -97,6 +108,7 @@ def detail_context(judge, visible) -> dict:
         "versus": heldout.get("comparison") or {},
         "humans": document.get("human_agreement") or {},
         "companions": companion_rows(document),
+        "elo_labels": [elo_label(name) for name in (heldout.get("system") or {}).get("elo") or {}],
         "weights": weight_rows(document),
         "versions": list(versions.values("pk", "version", "created_at")),
     }

@@ -65,10 +65,15 @@ def _strength_points(row: dict, series, x, y: float, level: float) -> list[str]:
             continue
         elo, lo, hi = point[:3]
         yy = y + (k - (len(series) - 1) / 2) * 8
-        title = escape(
-            f"{row['name']} · {label}: Elo {elo:.0f}"
-            + (f", {level:.0%} CI {lo:.0f} to {hi:.0f}" if lo is not None else "")
-        )
+        title = f"{row['name']} · {label}: Elo {elo:.0f}"
+        if lo is not None:
+            interval = _("%(level)s CI %(low)s to %(high)s") % {
+                "level": f"{level:.0%}",
+                "low": f"{lo:.0f}",
+                "high": f"{hi:.0f}",
+            }
+            title += _(", ") + interval
+        title = escape(title)
         if lo is not None and hi is not None:
             parts.append(_whisker(x, lo, hi, yy, colour))
         parts.append(
@@ -90,8 +95,8 @@ def _strength_axis(x, low: float, high: float, top: int, bottom: float) -> list[
     if low < 1000 < high:
         parts.append(
             f'<line x1="{x(1000):.1f}" y1="{top - 6}" x2="{x(1000):.1f}" y2="{bottom}" '
-            'stroke="#999" stroke-dasharray="3 3"><title>Elo 1000 = average strength</title>'
-            "</line>"
+            'stroke="#999" stroke-dasharray="3 3">'
+            f"<title>{escape(_('Elo 1000 = average strength'))}</title></line>"
         )
     return parts
 
@@ -151,9 +156,10 @@ def strengths_svg(rows: list[dict], level: float, width: int = 900, series=SERIE
             f"{escape(shorten(row['name']))}</text>"
         )
         parts += _strength_points(row, series, x, y, level)
+    axis = _("Elo-like scale, %(level)s bootstrap intervals") % {"level": f"{level:.0%}"}
     parts.append(
         f'<text x="{left + plot / 2:.1f}" y="{bottom + 32}" font-size="{TEXT}" '
-        f'text-anchor="middle">Elo-like scale, {level:.0%} bootstrap intervals</text>'
+        f'text-anchor="middle">{escape(axis)}</text>'
     )
     parts += _strength_legend(series, left, bottom, low < 1000 < high)
     return svg_document(width, bottom + 58, _("strengths with confidence intervals"), parts)

@@ -109,7 +109,7 @@ def test_create_builds_comparisons_in_a_tracked_job(
     assert form.initial["scenario_query"] == "state=approved"
     assert set(form.fields["annotators"].queryset) == set(raters)
     assert list(form.fields["members"].queryset) == [colleague]  # other researchers only
-    assert PAIRING_RULE in page.content.decode()
+    assert str(PAIRING_RULE) in page.content.decode()
 
     data = form_data(
         name="Pilot",
@@ -221,7 +221,7 @@ def test_pairing_settings_are_frozen_once_judgments_exist(
         response = researcher_client.post(url, form_data(campaign, **change))
         form = response.context["form"]
         assert response.status_code == 200, change
-        assert PAIRING_RULE in str(form.non_field_errors())
+        assert str(PAIRING_RULE) in str(form.non_field_errors())
         field = next(iter(change))
         assert "already has 1 judgment(s)" in str(form.errors[field])
     campaign.refresh_from_db()

@@ -57,14 +57,34 @@ VISITED = {
     "releases:create": ("researcher", ()),
     "releases:detail": ("researcher", ("release",)),
     "releases:version_create": ("researcher", ("release",)),
+    "campaigns:study": ("researcher", ("campaign",)),
+    "webhooks:list": ("researcher", ()),
+    "webhooks:create": ("researcher", ()),
+    "webhooks:detail": ("researcher", ("endpoint",)),
+    "webhooks:edit": ("researcher", ("endpoint",)),
+    "webhooks:delete": ("researcher", ("endpoint",)),
+    "webhooks:delivery": ("researcher", ("delivery",)),
 }
 
-# Rendered in Chinese by tests/browser/test_chinese_interface.py.
+# POST-only routes of VISITED that answer with the server's confirmation page (confirm.html):
+# the test opens the page whose form posts there (name → that page's route), sends the form
+# without the browser's own dialog and checks the confirmation page.
+ASKED = {"webhooks:delete": "webhooks:detail"}
+
+# Rendered in Chinese by tests/browser/test_chinese_interface.py, and the study participant's
+# pages by tests/browser/test_study.py (each test checks that it rendered its routes).
 ANNOTATOR_PAGES = {
     "login": "the login page and its refusal",
     "password_set": "the set-password page of a one-time link",
     "annotation:home": "the rating home",
     "annotation:rate": "the rating page with its dialogs",
+    "annotation:support": "the campaign's support page (also test_care.py)",
+    "annotation:care": "the content settings, before and after saving (also test_care.py)",
+    "annotation:qualify": "the qualification page: a practice item, the result (not passed)",
+    "annotation:practice_feedback": "a practice item's feedback with the explanation",
+    "study:join": "the study link refusing a join without a participant id",
+    "study:step": "the participant's consent and instructions, then the completion code",
+    "study:consent": "the answer to the consent form: the page of a participant who declined",
 }
 
 # No page of their own: POST-only actions (they answer with a redirect to a page above or an
@@ -114,11 +134,11 @@ EXCLUDED = {
     "campaigns:practice_delete": "POST only: a button of campaigns:qualification",
     "annotation:practice_retry": "POST only: the qualification's retry (annotator side)",
     "annotation:practice_answer": "POST only: a practice answer (annotator side)",
-    # Annotator pages of the qualification phase (issue 22 point 2, merged while this list was
-    # written): not yet rendered by test_chinese_interface.py.
-    "annotation:qualify": "annotator qualification page: NOT YET in the Chinese browser test",
-    "annotation:practice_feedback": "annotator practice feedback: NOT YET in the Chinese "
-    "browser test",
+    "annotation:rather_not": "POST only: the content note's \"I'd rather not\" (annotator "
+    "side), answers with the next item of the rating page",
+    "webhooks:resend": "POST only: a button of webhooks:delivery",
+    "campaigns:study_action": "POST only: the rotate / close / open buttons of campaigns:study",
+    "campaigns:study_export": "a CSV download (the participants, for payment)",
 }
 
 # Prefixes of routes that are no pages of this site: the REST API and Django's own admin (its

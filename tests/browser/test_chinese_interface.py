@@ -4,22 +4,37 @@ outside the allow-list (tests/browser/visible_text.py). The switch on every page
 language, by keyboard, and the choice is kept on the user."""
 
 import re
+from urllib.parse import urlsplit
 
 import pytest
 from django.contrib.auth.models import Group
+from django.urls import resolve
 from playwright.sync_api import expect
 
-from annotation.models import Assignment, Campaign
+from annotation.models import Assignment, Campaign, PracticeItem
 from h2htalk.accounts.links import password_path
 from h2htalk.models import Profile
 from scenarios.models import Response, Scenario
 from tests.annotation import factories
+from tests.annotation.qualification_setup import (
+    expected_screen,
+    qualification_campaign,
+    wrong_screen,
+)
+from tests.browser.researcher_pages import ANNOTATOR_PAGES
+from tests.browser.test_qualification import keys_ready, practice_key
+from tests.browser.test_study import STUDY_PAGES
 from tests.browser.visible_text import assert_no_english, latin_words
 from tests.conftest import PASSWORD
 from tests.scenarios import factories as scenario_factories
 
 ZH_GUIDELINES = "选择**更温暖**、同时尊重边界的回复。"
 EN_GUIDELINES = "Prefer the **warmer** reply that still respects boundaries."
+# The annotator pages each test below renders (tests/browser/researcher_pages.py lists them;
+# together with test_study.py's participant pages they must be all of its ANNOTATOR_PAGES).
+RATING_PAGES = {"login", "password_set", "annotation:home", "annotation:rate"}
+CARE_PAGES = {"annotation:support", "annotation:care"}
+QUALIFICATION_PAGES = {"annotation:qualify", "annotation:practice_feedback"}
 
 
 @pytest.fixture
@@ -38,6 +53,8 @@ def campaign(researcher, rater):
         description="比较两个陪伴者的回复，哪一个更温暖。",
         guidelines=EN_GUIDELINES,
         guidelines_zh_hans=ZH_GUIDELINES,
+        support_text="Helpline: 12356",
+        support_text_zh_hans="心理援助热线：12356",
     )
     persona = scenario_factories.persona("小林", summary="大学时的朋友，性格温和")
     Scenario.objects.filter(tags__name="campaign").update(
@@ -58,23 +75,39 @@ def campaign(researcher, rater):
     return made
 
 
-def chinese(page, allow=(), label=""):
+def chinese(page, allow=(), label="") -> str:
+    """Check the page is in Chinese; the name of its route."""
     assert page.locator("html").get_attribute("lang") == "zh-hans", label or page.url
     assert_no_english(page, allow, label)
+    return resolve(urlsplit(page.url).path).view_name
+
+
+def log_in_zh(page, user) -> None:
+    page.context.clear_cookies()
+    page.goto("/login/")
+    page.get_by_label("用户名").fill(user.username)
+    page.get_by_label("密码").fill(PASSWORD)
+    page.get_by_role("button", name="登录").click()
+    page.wait_for_url(lambda url: "/login/" not in url)
+
+
+def test_the_annotator_tests_render_every_annotator_page():
+    assert set(ANNOTATOR_PAGES) == RATING_PAGES | CARE_PAGES | QUALIFICATION_PAGES | STUDY_PAGES
 
 
 def test_every_annotator_page_in_chinese(zh_page, rater, campaign, expected_errors):
     page = zh_page
     allow = {rater.username, "newbie"}
+    seen = set()
 
     # Login, and its refusal.
     page.goto("/login/")
-    chinese(page, allow, "login")
+    seen.add(chinese(page, allow, "login"))
     page.get_by_label("用户名").fill(rater.username)
     page.get_by_label("密码").fill("wrong password")
     page.get_by_role("button", name="登录").click()
     expect(page.get_by_role("alert")).to_contain_text("用户名或密码不正确")
-    chinese(page, allow, "login refused")
+    seen.add(chinese(page, allow, "login refused"))
 
     # Set-password, through a real one-time link, and Django's own refusals of a weak password.
     newbie = Group.objects.get(name="annotator").user_set.create(username="newbie")
@@ -82,12 +115,12 @@ def test_every_annotator_page_in_chinese(zh_page, rater, campaign, expected_erro
     newbie.save()
     page.goto(password_path(newbie))
     expect(page.get_by_role("heading", name="设置密码")).to_be_visible()
-    chinese(page, allow, "set password")
+    seen.add(chinese(page, allow, "set password"))
     page.get_by_label("新密码").fill("12345")
     page.get_by_label("再次输入密码").fill("12345")
     page.get_by_role("button", name="设置密码").click()
     expect(page.get_by_role("alert").first).to_be_visible()
-    chinese(page, allow, "set password refused")
+    seen.add(chinese(page, allow, "set password refused"))
 
     # The rating home.
     page.goto("/login/")
@@ -96,7 +129,7 @@ def test_every_annotator_page_in_chinese(zh_page, rater, campaign, expected_erro
     page.get_by_role("button", name="登录").click()
     expect(page).to_have_url(re.compile(r"/rate/$"))
     expect(page.get_by_role("heading", name="我的评分任务")).to_be_visible()
-    chinese(page, allow, "rating home")
+    seen.add(chinese(page, allow, "rating home"))
 
     # The rating page: item, progress, the guidelines in Chinese (open before the first vote).
     page.goto(f"/rate/{campaign.pk}/")
@@ -104,28 +137,28 @@ def test_every_annotator_page_in_chinese(zh_page, rater, campaign, expected_erro
     expect(page.locator(".rate-guidelines")).not_to_contain_text("warmer")
     expect(page.get_by_role("heading", name="回复 A")).to_be_visible()
     page.locator("details.earlier-turns summary").click()
-    chinese(page, allow, "rating page")
+    seen.add(chinese(page, allow, "rating page"))
 
     page.keyboard.press("?")
     dialog = page.get_by_role("dialog", name="快捷键")
     expect(dialog).to_be_visible()
-    chinese(page, allow, "shortcuts help")
+    seen.add(chinese(page, allow, "shortcuts help"))
     page.keyboard.press("Escape")
 
     page.keyboard.press("d")
     expect(page.locator("[data-ratings]")).to_have_attribute("open", "")
-    chinese(page, allow, "detailed ratings")
+    seen.add(chinese(page, allow, "detailed ratings"))
     page.keyboard.press("Escape")
 
     page.get_by_role("button", name="提交").click(force=True)  # no preference: the alert says so
     expect(page.locator("[data-hint]")).to_have_text("请先选择偏好（按键 1–5）。")
-    chinese(page, allow, "alert: no preference")
+    seen.add(chinese(page, allow, "alert: no preference"))
 
     page.keyboard.press("s")
     expect(page.locator("[data-skip-panel]")).to_have_attribute("open", "")
     page.keyboard.press("Enter")
     expect(page.locator("[data-hint]")).to_have_text("请先选择原因（1–5）。")
-    chinese(page, allow, "skip dialog")
+    seen.add(chinese(page, allow, "skip dialog"))
     page.keyboard.press("Escape")
 
     # The campaign paused meanwhile: the answer is refused (409) and the panel says why.
@@ -135,7 +168,7 @@ def test_every_annotator_page_in_chinese(zh_page, rater, campaign, expected_erro
     page.keyboard.press("2")
     page.keyboard.press("Enter")
     expect(page.locator("[data-closed]")).to_contain_text("已暂停")
-    chinese(page, allow, "campaign not open")
+    seen.add(chinese(page, allow, "campaign not open"))
     Campaign.objects.filter(pk=campaign.pk).update(state=Campaign.State.OPEN)
     page.reload()
 
@@ -145,20 +178,73 @@ def test_every_annotator_page_in_chinese(zh_page, rater, campaign, expected_erro
         page.keyboard.press("Enter")
         expect(page.locator("[data-progress=today]")).to_have_text(str(3 - left))
         expect(page.locator("#item [role=status]")).to_contain_text("已保存")
-        chinese(page, allow, "after a vote")
+        seen.add(chinese(page, allow, "after a vote"))
     expect(page.locator("[data-all-done]")).to_contain_text("全部完成")
     assert Assignment.objects.filter(state="submitted").count() == 3
     page.reload()
-    chinese(page, allow, "all done")
+    seen.add(chinese(page, allow, "all done"))
+
+    # Care: the campaign's support page and the content settings, saved.
+    page.goto(f"/rate/{campaign.pk}/support/")
+    expect(page.locator("main")).to_contain_text("心理援助热线")
+    seen.add(chinese(page, allow, "support page"))
+    page.goto("/rate/care/")
+    seen.add(chinese(page, allow, "content settings"))
+    page.locator("form button[type=submit]").last.click()
+    page.wait_for_load_state()
+    seen.add(chinese(page, allow, "content settings saved"))
 
     # The error pages an annotator can meet.
     expected_errors.update({(404, "/rate/999999/"), (403, "/scenarios/")})
     page.goto("/rate/999999/")
     expect(page.get_by_role("heading", name="未找到")).to_be_visible()
-    chinese(page, allow, "404")
+    seen.add(chinese(page, allow, "404"))
     page.goto("/scenarios/")
     expect(page.get_by_role("heading", name="无权访问")).to_be_visible()
-    chinese(page, allow, "403")
+    seen.add(chinese(page, allow, "403"))
+    assert seen >= RATING_PAGES | CARE_PAGES
+
+
+def test_the_qualification_in_chinese(zh_page, researcher, rater):
+    """A campaign requiring qualification: a practice item, its feedback with the researcher's
+    explanation, the result of a failed attempt and, after a retry, of a passed one."""
+    page = zh_page
+    campaign = qualification_campaign(
+        researcher, [rater], n_items=2, name="资格练习", min_accuracy=1.0, attempts=2
+    )
+    scenarios = campaign.comparisons.values("scenario_id")
+    Scenario.objects.filter(pk__in=scenarios).update(
+        language="zh", user_message="最近总是睡不着，工作压力太大了。"
+    )
+    Response.objects.filter(run__campaigns=campaign).update(text="听起来你很累。想聊聊吗？")
+    PracticeItem.objects.filter(campaign=campaign).update(
+        explanation="更温暖的回复先说出对方的感受，再给建议。"
+    )
+    allow = {rater.username}
+    seen = set()
+    log_in_zh(page, rater)
+    seen.add(chinese(page, allow, "rating home: qualification first"))
+    page.goto(f"/rate/{campaign.pk}/qualify/")
+    for right in (False, True, True, True):
+        keys_ready(page)
+        expect(page.locator("#practice-form")).to_be_visible()
+        seen.add(chinese(page, allow, "practice item"))
+        key = practice_key(page)
+        screen = expected_screen(key) if right else wrong_screen(key)
+        page.keyboard.press(str(screen + 3))
+        page.keyboard.press("Enter")
+        expect(page.locator("[data-explanation]")).to_contain_text("先说出对方的感受")
+        seen.add(chinese(page, allow, "practice feedback"))
+        keys_ready(page)
+        page.keyboard.press("Enter")  # Continue
+        page.wait_for_selector("#practice-form, [data-not-passed], [data-passed]")
+        if page.locator("[data-not-passed]").count():
+            seen.add(chinese(page, allow, "not passed"))
+            keys_ready(page)
+            page.keyboard.press("Enter")  # Try again
+    expect(page.locator("[data-passed]")).to_be_visible()
+    seen.add(chinese(page, allow, "passed"))
+    assert seen >= QUALIFICATION_PAGES
 
 
 def test_the_checker_finds_english(page, log_in, rater, campaign):

@@ -6,9 +6,11 @@ then the completion code and the way back to the platform, here a real HTTP serv
 import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
 
 import pytest
 from django.core.cache import cache
+from django.urls import resolve
 from playwright.sync_api import expect
 
 from annotation.models import Judgment
@@ -20,9 +22,25 @@ from tests.annotation.qualification_setup import (
     wrong_screen,
 )
 from tests.annotation.study_factories import join_url, link_for, study
-from tests.browser.test_qualification import NEXT_SCREEN, keys_ready, practice_key
+from tests.browser.test_qualification import (
+    NEXT_SCREEN,
+    keys_ready,
+    practice_key,
+    rating_keys_ready,
+)
 from tests.browser.visible_text import assert_no_english
 from tests.conftest import PASSWORD
+
+# The participant's routes test_the_participants_pages_in_chinese renders (listed in
+# tests/browser/researcher_pages.py's ANNOTATOR_PAGES).
+STUDY_PAGES = {"study:join", "study:step", "study:consent"}
+
+
+def shown_in_chinese(page, allow, label, seen: set) -> None:
+    """No English on the page; its route noted in `seen`."""
+    assert page.locator("html").get_attribute("lang") == "zh-hans", label
+    assert_no_english(page, allow, label)
+    seen.add(resolve(urlsplit(page.url).path).view_name)
 
 
 class _Platform(BaseHTTPRequestHandler):
@@ -113,22 +131,32 @@ def test_the_participants_pages_in_chinese(zh_page, researcher, platform, expect
     page = zh_page
     link = study(researcher, n_scenarios=1, quota=1, completion_url=f"{platform}/done")
     allow = {"C0MPL3TE", "PROLIFIC_PID"}
+    seen = set()
     refused = join_url(link).split("?")[0]
     expected_errors.add((400, refused))
     page.goto(refused + "?STUDY_ID=x")  # no participant id: refused, naming the parameter
     expect(page.locator("#study-refused")).to_contain_text("PROLIFIC_PID")
-    assert_no_english(page, allow, "refused join")
+    shown_in_chinese(page, allow, "refused join", seen)
     page.goto(join_url(link, pid="zh-1"))
     expect(page.locator(".study-consent")).to_contain_text("您同意为对话")
     allow.add(Participant.objects.get().user.username)  # their own random account name
-    assert_no_english(page, allow, "consent")
+    shown_in_chinese(page, allow, "consent", seen)
     page.locator("#consent-agree").click()
     expect(page.locator("#rating-form")).to_be_visible()
+    rating_keys_ready(page)
     page.keyboard.press("3")
     page.keyboard.press("Enter")
     expect(page.locator("#study-code")).to_have_text("C0MPL3TE")
-    assert_no_english(page, allow, "completion code")
+    shown_in_chinese(page, allow, "completion code", seen)
     page.wait_for_url(f"{platform}/done")
+
+    page.context.clear_cookies()
+    page.goto(join_url(link, pid="zh-2"))
+    allow.add(Participant.objects.get(participant_id="zh-2").user.username)
+    page.locator("#consent-decline").click()
+    page.wait_for_url(re.compile(r"/study/consent/$"))
+    shown_in_chinese(page, allow, "declined", seen)
+    assert seen >= STUDY_PAGES
 
 
 def test_the_study_link_page_in_chinese(zh_page, researcher):
