@@ -119,6 +119,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
             "options": "-c jit=off -c plan_cache_mode=force_generic_plan",
         }
     )
+    # Django's backend, but a kept connection's health check is sent only after it sat idle
+    # (not on every request: two statements of each rating cycle; h2htalk/postgresql/base.py).
+    DATABASES["default"]["ENGINE"] = "h2htalk.postgresql"
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets the web process read while a job writes; a timeout instead of "database is locked".
     # IMMEDIATE: a transaction takes the write lock when it begins, so concurrent read-then-write
