@@ -297,6 +297,8 @@ REST_FRAMEWORK = {
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
+    # DRF's negotiation, with the common Accept headers answered without parsing them.
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "h2htalk.negotiation.ContentNegotiation",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
