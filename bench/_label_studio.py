@@ -5,7 +5,7 @@ BENCH_LS_VENV names a virtual environment with Label Studio installed (never the
 psycopg2-binary gunicorn`). Without it there is no live anchor and benches print no ratio.
 Label Studio runs on PostgreSQL, on the bench database's server, in its own database
 (BENCH_LS_DATABASE, default h2h_ls; migrated here), behind gunicorn with the worker
-configuration given (the same as ours), and is driven by `annotate`: ask the next task, submit
+configuration given and its connections kept 60 s (both the same as ours), and is driven by `annotate`: ask the next task, submit
 one real choice (a Choices result the project's labeling config accepts), check every status.
 """
 
@@ -48,6 +48,21 @@ def _package_dir() -> Path:
     return Path(found.stdout.strip())
 
 
+# Label Studio's settings, but its database connections kept 60 s as ours are (DB_CONN_MAX_AGE
+# in bench._common.start_gunicorn): Label Studio's own default opens one per request.
+SETTINGS = """from core.settings.label_studio import *  # noqa: F403
+
+DATABASES["default"]["CONN_MAX_AGE"] = 60  # noqa: F405
+"""
+
+
+def _settings_dir() -> Path:
+    folder = Path(os.environ.get("BENCH_TMPDIR", ".")) / "label-studio-settings"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "bench_label_studio_settings.py").write_text(SETTINGS)
+    return folder
+
+
 def _environment() -> dict:
     from django.conf import settings
 
@@ -58,7 +73,8 @@ def _environment() -> dict:
         if not key.startswith(("DJANGO_", "DATABASE_", "VIRTUAL_ENV"))
     }
     environment.update(
-        DJANGO_SETTINGS_MODULE="core.settings.label_studio",
+        DJANGO_SETTINGS_MODULE="bench_label_studio_settings",
+        PYTHONPATH=str(_settings_dir()),
         DJANGO_DB="default",
         POSTGRE_NAME=database(),
         POSTGRE_USER=db["USER"],

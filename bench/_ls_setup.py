@@ -12,7 +12,7 @@ import json
 import os
 import sys
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "core.settings.label_studio")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "core.settings.label_studio")  # else the bench's
 sys.path.insert(0, os.getcwd())
 
 import django

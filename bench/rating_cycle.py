@@ -56,6 +56,7 @@ RATER_HISTORY = env_int("BENCH_CYCLE_RATER_HISTORY", 2000)
 HISTORY = [int(x) for x in _env_list("BENCH_CYCLE_HISTORY", "0,1000,10000,100000")]
 HISTORY_RATERS = env_int("BENCH_CYCLE_HISTORY_RATERS", 5)
 HISTORY_CAMPAIGNS = 50
+HISTORY_ROUNDS = env_int("BENCH_CYCLE_HISTORY_ROUNDS", 3)
 STATEMENT_CYCLES = 100
 OVERLAP = 3
 FILLER_USERS = 100
@@ -528,22 +529,44 @@ def _human_pace(port: int, users: list) -> list[dict]:
 
 
 def _history(port: int, meter: CpuMeter, config: str) -> list[dict]:
-    rows, totals = [], {}
+    """Raters with each history in a campaign of their own, measured in HISTORY_ROUNDS rounds
+    that take the levels in turn (the machine's load drifts), each SECONDS long; the median
+    CPU-ms per cycle of each level is compared with the first level's."""
+    from statistics import median
+
+    levels = {}
     for history in HISTORY:
         users = _raters(HISTORY_RATERS, f"h{history}", history)
-        level = _our_level(port, meter, users, f"h{history}")
-        totals[history] = level["server_ms"] + level["pg_ms"]
-        versus = (
-            f"×{totals[history] / totals[HISTORY[0]]:.2f} of {HISTORY[0]:,} (target ≤ 1.20); "
-            if history != HISTORY[0] and totals[HISTORY[0]]
-            else ""
-        )
+        campaign, tokens = _campaign(users, f"h{history}")
+        levels[history] = (campaign, tokens, [])
+    _analyze()
+    for _ in range(HISTORY_ROUNDS):
+        for campaign, tokens, runs in levels.values():
+            make = lambda cycles, c=campaign: _ours(port, c.pk, max_cycles=cycles)  # noqa: E731
+            runs.append(_measure(make, tokens, meter))
+    rows, first = [], None
+    for history, (campaign, _, runs) in levels.items():
+        totals = [run["server_ms"] + run["pg_ms"] for run in runs]
+        middle = sorted(runs, key=lambda run: run["server_ms"] + run["pg_ms"])[len(runs) // 2]
+        level = {
+            **middle,
+            "cycles": sum(run["cycles"] for run in runs),
+            "per_s": median(run["per_s"] for run in runs),
+            "next_p95": max(run["next_p95"] for run in runs),
+            "submit_p95": max(run["submit_p95"] for run in runs),
+            "integrity": _integrity(campaign, sum(run["accepted_all"] for run in runs))
+            + f", errors {sum(run['errors'] for run in runs)}",
+            "load": "; ".join(run["load"] for run in runs),
+        }
+        first = first or median(totals)
+        rounds = " / ".join(f"{total:.1f}" for total in totals)
         rows.append(
             _cycle_row(
                 f"rating cycle ({config}): {HISTORY_RATERS} raters with {history:,} earlier "
                 f"assignments each ({HISTORY_CAMPAIGNS} closed campaigns)",
                 level,
-                versus,
+                f"median of {HISTORY_ROUNDS} rounds ({rounds} CPU-ms/cycle) "
+                f"×{median(totals) / first:.2f} of {HISTORY[0]:,} (target ≤ 1.20); ",
             )
         )
     return rows
