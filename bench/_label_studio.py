@@ -48,19 +48,20 @@ def _package_dir() -> Path:
     return Path(found.stdout.strip())
 
 
-# Label Studio's settings, but its database connections kept 60 s as ours are (DB_CONN_MAX_AGE
-# in bench._common.start_gunicorn): Label Studio's own default opens one per request.
-SETTINGS = """from core.settings.label_studio import *  # noqa: F403
+# A gunicorn configuration for Label Studio: its database connections kept 60 s, as ours are
+# (DB_CONN_MAX_AGE in bench._common.start_gunicorn); Label Studio's own default opens one per
+# request, and has no setting for it.
+GUNICORN_CONFIG = """def post_worker_init(worker):
+    from django.db import connections
 
-DATABASES["default"]["CONN_MAX_AGE"] = 60  # noqa: F405
+    connections.settings["default"]["CONN_MAX_AGE"] = 60
 """
 
 
-def _settings_dir() -> Path:
-    folder = Path(os.environ.get("BENCH_TMPDIR", ".")) / "label-studio-settings"
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "bench_label_studio_settings.py").write_text(SETTINGS)
-    return folder
+def _gunicorn_config() -> Path:
+    path = Path(os.environ.get("BENCH_TMPDIR", ".")) / "label_studio_gunicorn.py"
+    path.write_text(GUNICORN_CONFIG)
+    return path
 
 
 def _environment() -> dict:
@@ -73,8 +74,11 @@ def _environment() -> dict:
         if not key.startswith(("DJANGO_", "DATABASE_", "VIRTUAL_ENV"))
     }
     environment.update(
-        DJANGO_SETTINGS_MODULE="bench_label_studio_settings",
-        PYTHONPATH=str(_settings_dir()),
+        DJANGO_SETTINGS_MODULE="core.settings.label_studio",
+        SENTRY_DSN="",  # Label Studio reports errors to its Sentry unless told not to
+        FRONTEND_SENTRY_DSN="",
+        COLLECT_ANALYTICS="false",  # nor its usage analytics, nor a version check
+        LATEST_VERSION_CHECK="false",
         DJANGO_DB="default",
         POSTGRE_NAME=database(),
         POSTGRE_USER=db["USER"],
@@ -133,7 +137,7 @@ def make_project(title: str, tasks: list[dict], annotators: int, overlap: int) -
 def start(port: int, worker_args: list[str]) -> subprocess.Popen:
     """Label Studio's WSGI application behind gunicorn (`worker_args`: as ours) on 127.0.0.1."""
     command = [_python(), "-m", "gunicorn", "core.wsgi:application", "-b", f"127.0.0.1:{port}"]
-    command += [*worker_args, "--log-level", "error"]
+    command += [*worker_args, "-c", str(_gunicorn_config()), "--log-level", "error"]
     process = subprocess.Popen(
         command,
         cwd=_package_dir(),
