@@ -19,10 +19,11 @@ like with like beside a live Label Studio 1.23.2 in the same run.
   COMMIT included, for both servers.
 - Human pace: 50 annotators each submitting every 4–8 s, arriving over the first 8 s; p95 of
   next and of submit; the same 50 asking at once beforehand are a row of their own.
+- Flat in the store: 10 annotators with the judgments stored so far, then with 1 million more
+  (BENCH_CYCLE_FILLED) in other campaigns (INSERT … SELECT), in fresh campaigns of one size.
 - Flat in the rater's history: raters with 0, 1k, 10k and 100k earlier assignments across 50
-  closed campaigns (BENCH_CYCLE_HISTORY), each level BENCH_CYCLE_HISTORY_RATERS raters at once.
-- Flat in the store: 10 annotators with 10 thousand, then 1 million, judgments stored in other
-  campaigns (INSERT … SELECT), in fresh campaigns of the same size.
+  closed campaigns (BENCH_CYCLE_HISTORY), each level BENCH_CYCLE_HISTORY_RATERS raters at once,
+  the levels in turn for BENCH_CYCLE_HISTORY_ROUNDS rounds (median).
 
 BENCH_CYCLE_PARTS picks the parts (default "statements,levels,human,history,store").
 """
@@ -60,7 +61,7 @@ HISTORY_ROUNDS = env_int("BENCH_CYCLE_HISTORY_ROUNDS", 3)
 STATEMENT_CYCLES = 100
 OVERLAP = 3
 FILLER_USERS = 100
-FILLED = (10_000, env_int("BENCH_CYCLE_FILLED", 1_000_000))  # judgments stored, then
+FILLED = env_int("BENCH_CYCLE_FILLED", 1_000_000)  # judgments added in other campaigns
 TICK_MS = 1000 / os.sysconf("SC_CLK_TCK")
 
 
@@ -636,24 +637,31 @@ WHERE c.campaign_id = %s
 
 
 def _store(port: int, meter: CpuMeter, users: list, config: str) -> list[dict]:
+    """10 annotators with the judgments stored so far, then with FILLED more in other
+    campaigns, each level in a fresh campaign of the same size."""
     from annotation.models import Campaign, Judgment
 
     source = Campaign.objects.filter(name__startswith="bench load").order_by("pk").first()
-    rows, levels = [], {}
-    for target in FILLED:
-        log(f"filling other campaigns up to {target:,} judgments")
-        stored = _fill(max(0, target - Judgment.objects.count()), source, f"{target}")
-        levels[target] = _our_level(port, meter, users, f"flat{target}")
+    rows, totals = [], []
+    for added in (0, FILLED):
+        if added:
+            log(f"adding {added:,} judgments in other campaigns")
+        stored = _fill(added, source, f"{added}") if added else Judgment.objects.count()
+        level = _our_level(port, meter, users, f"flat{added}")
+        totals.append(level["server_ms"] + level["pg_ms"])
+        versus = (
+            f"CPU-ms/cycle ×{totals[1] / totals[0]:.2f} of the run before the {added:,} were "
+            "added (target ≤ 1.20); "
+            if added
+            else ""
+        )
         rows.append(
             _cycle_row(
                 f"rating cycle ({config}): 10 annotators, {stored:,} judgments stored",
-                levels[target],
+                level,
+                versus,
             )
         )
-    small, large = (levels[t]["server_ms"] + levels[t]["pg_ms"] for t in FILLED)
-    rows[-1]["notes"] = (
-        f"CPU-ms/cycle ×{large / small:.2f} of the 10k run (target ≤ 1.20); " + rows[-1]["notes"]
-    )
     return rows
 
 
@@ -717,10 +725,10 @@ def run() -> list[dict]:
         if "human" in PARTS:
             log(f"50 annotators at a human pace for {HUMAN_SECONDS} s")
             rows += _human_pace(port, users[:50])
-        if "history" in PARTS:
-            rows += _history(port, meter, config)
         if "store" in PARTS:
             rows += _store(port, meter, users[:10], config)
+        if "history" in PARTS:
+            rows += _history(port, meter, config)
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(20)
