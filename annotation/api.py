@@ -344,6 +344,8 @@ def _error(message: str, code: int) -> Response:
 def _queue_error(error: queue.QueueError) -> Response:
     if isinstance(error, queue.NotYours):
         return _error(_("No such item."), status.HTTP_404_NOT_FOUND)
+    if isinstance(error, queue.NotAdmitted):  # practice first: annotation.qualification
+        return Response({"detail": str(error), "phase": error.phase}, status=403)
     if isinstance(error, queue.InvalidAnswer):
         return _error(str(error), status.HTTP_400_BAD_REQUEST)
     return _error(str(error), status.HTTP_409_CONFLICT)
@@ -424,6 +426,10 @@ class RatingCampaignViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         responses={
             200: RatingItemSerializer,
             204: OpenApiResponse(description="Nothing is left for you in this campaign (no body)."),
+            403: OpenApiResponse(
+                description='Not admitted (yet): {"detail", "phase"}; work through the '
+                "practice first (/api/rate/campaigns/{id}/qualification/next/)."
+            ),
             404: OpenApiResponse(
                 RatingErrorSerializer, description="You do not rate in this campaign."
             ),

@@ -225,7 +225,9 @@ class CampaignInputSerializer(StrictSerializer):
     scenario_query = serializers.CharField(
         required=False,
         allow_blank=True,
-        help_text="A scenario-list filter (query string or URL); empty: all approved scenarios.",
+        help_text="A scenario-list filter (query string or URL); empty: all approved scenarios. "
+        "A set that gives 0 comparisons with the chosen companions and runs is refused (400, "
+        "under this field, with the reason).",
     )
     companions = _names("Companion names, at least two.")
     runs = serializers.ListField(

@@ -8,9 +8,10 @@ from django.utils.translation import gettext_lazy as _
 
 from h2htalk.formfields import ModelMultipleChoiceField
 from h2htalk.roles import ANNOTATOR, RESEARCHER
-from scenarios.filters import ScenarioFilter
+from scenarios.filters import ScenarioFilter, describe_errors
 from scenarios.models import CompanionModel, GenerationRun, Scenario
 
+from . import scenario_set
 from .models import Campaign, Judgment
 from .rating_details import MAX_REASONS, DetailError, parse_reasons, reasons_text
 
@@ -34,6 +35,11 @@ def normalise_query(raw: str) -> str:
     params = QueryDict(query, mutable=True)
     params.pop("page", None)
     return params.urlencode() or DEFAULT_SCENARIO_QUERY
+
+
+def query_key(query: str) -> tuple:
+    """A query string's filters, whatever their order (to see whether a set changed)."""
+    return tuple(sorted((key, tuple(sorted(values))) for key, values in QueryDict(query).lists()))
 
 
 def annotator_choices() -> QuerySet:
@@ -83,13 +89,10 @@ class ReasonsField(forms.CharField):
 
 
 class CampaignForm(forms.ModelForm):
+    # On the page the picker (scenario_set.ScenarioSetForm) writes this; the API may send a
+    # query string (or the list's URL) here.
     scenario_query = forms.CharField(
-        label="Scenarios",
-        required=False,
-        max_length=1000,
-        help_text="A filter from the scenario list (its query string, or paste the list's URL); "
-        "empty = all approved scenarios.",
-        widget=forms.TextInput(attrs={"class": "mono"}),
+        label=_("Scenarios"), required=False, max_length=1000, widget=forms.HiddenInput
     )
     companions = ModelMultipleChoiceField(
         queryset=CompanionModel.objects.order_by("name"),
@@ -201,6 +204,11 @@ class CampaignForm(forms.ModelForm):
         self.fields["annotators"].queryset = annotator_choices()
         if not self.instance.pk:
             self.initial.setdefault("scenario_query", DEFAULT_SCENARIO_QUERY)
+        shown = normalise_query(str(self.initial.get("scenario_query") or ""))
+        if self.instance.pk:
+            shown = normalise_query(self.instance.scenario_query)
+        self.scenario_set = scenario_set.picker_form(self.data if self.is_bound else None, shown)
+        self.set_count = None
         if self.instance.pairing != Campaign.Pairing.FIXED:  # only routing makes fixed ones
             self.fields["pairing"].choices = [
                 choice
@@ -218,7 +226,7 @@ class CampaignForm(forms.ModelForm):
     @staticmethod
     def _pairing_values(campaign) -> dict:
         return {
-            "scenario_query": normalise_query(campaign.scenario_query),
+            "scenario_query": query_key(normalise_query(campaign.scenario_query)),
             "companions": set(campaign.companions.values_list("pk", flat=True)),
             "runs": set(campaign.runs.values_list("pk", flat=True)),
             "pairing": campaign.pairing,
@@ -227,12 +235,20 @@ class CampaignForm(forms.ModelForm):
         }
 
     def clean_scenario_query(self):
-        query = normalise_query(self.cleaned_data.get("scenario_query") or "")
+        picker = self.scenario_set
+        if picker.is_bound:
+            if not picker.is_valid():
+                raise forms.ValidationError(_("Check the scenario filters below."))
+            if not picker.cleaned_data["state"]:
+                raise forms.ValidationError(_("Tick at least one review state."))
+            query = picker.query()
+        else:
+            query = normalise_query(self.cleaned_data.get("scenario_query") or "")
         filterset = ScenarioFilter(QueryDict(query), queryset=Scenario.objects.all())
         if not filterset.is_valid():
-            raise forms.ValidationError(f"Invalid filter: {filterset.errors.as_text()}")
+            raise forms.ValidationError(describe_errors(filterset))
         if not filterset.qs.exists():
-            raise forms.ValidationError("No scenario matches this filter.")
+            raise forms.ValidationError(_("No scenario matches this filter."))
         return query
 
     def clean_companions(self):
@@ -251,7 +267,26 @@ class CampaignForm(forms.ModelForm):
                     f"Cannot change: the campaign already has {self.judgment_count} judgment(s).",
                 )
             raise forms.ValidationError(PAIRING_RULE)
+        self._refuse_empty_set(cleaned)
         return cleaned
+
+    def _refuse_empty_set(self, cleaned: dict) -> None:
+        """A build that would make no comparison is refused, with the reason, on the set."""
+        needed = ("scenario_query", "companions", "runs", "pairing", "pairs_per_scenario", "seed")
+        if any(name not in cleaned for name in needed) or not self.needs_build:
+            return
+        if cleaned["pairing"] == Campaign.Pairing.FIXED:
+            return
+        self.set_count = scenario_set.count_set(
+            cleaned["scenario_query"],
+            [c.pk for c in cleaned["companions"]],
+            [r.pk for r in cleaned["runs"]],
+            cleaned["pairing"],
+            cleaned["pairs_per_scenario"],
+            cleaned["seed"],
+        )
+        if self.set_count.refused:
+            self.add_error("scenario_query", scenario_set.refusal(self.set_count))
 
     def changed_pairing_fields(self) -> list[str]:
         """Pairing settings whose submitted value differs from the stored one (edits only)."""
@@ -264,6 +299,8 @@ class CampaignForm(forms.ModelForm):
             value = self.cleaned_data[field]
             if field in ("companions", "runs"):
                 value = {item.pk for item in value}
+            if field == "scenario_query":
+                value = query_key(value)
             if value != self._stored[field]:
                 changed.append(field)
         return changed

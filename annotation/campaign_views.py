@@ -10,15 +10,18 @@ from django.contrib import messages
 from django.http import QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
-from h2htalk import confirmation, csvexport
+from h2htalk import confirmation, csvexport, jobs
+from h2htalk.params import int_list, int_param
 from h2htalk.roles import RESEARCHER, role_required
 
-from . import campaigns
+from . import campaigns, scenario_set
 from .access import managed_campaign_or_404
 from .campaign_forms import PAIRING_RULE, CampaignForm, GoldForm, StateForm
 from .markdown import render_markdown
+from .qualification.monitor import annotator_phases
 from .tasks import queue_build
 
 
@@ -33,12 +36,54 @@ def campaign_create(request):
     initial = {"scenario_query": request.GET.get("query", "")} if "query" in request.GET else {}
     form = CampaignForm(request.POST or None, initial=initial, owner=request.user)
     if request.method == "POST" and form.is_valid():
-        campaign, job = campaigns.create_campaign(form, request.user)
-        messages.success(request, f"Campaign {campaign.name} created; building its comparisons.")
-        return redirect("job_detail", pk=job.pk)
+        campaign, _job = campaigns.create_campaign(form, request.user)
+        messages.info(
+            request,
+            _("Campaign %(name)s created; its comparisons are being built.")
+            % {"name": campaign.name},
+        )
+        return redirect("campaigns:detail", pk=campaign.pk)
     return render(
         request, "campaigns/form.html", {"form": form, "campaign": None, "rule": PAIRING_RULE}
     )
+
+
+@role_required(RESEARCHER)
+def campaign_set_count(request):
+    """The builder's live count (htmx): what the form's current settings would build."""
+    picker = scenario_set.ScenarioSetForm(request.GET, prefix=scenario_set.PREFIX)
+    count = None
+    if picker.is_valid() and picker.cleaned_data["state"]:
+        count = scenario_set.count_set(
+            picker.query(),
+            int_list(request.GET, "companions"),
+            int_list(request.GET, "runs"),
+            request.GET.get("pairing", "all_pairs"),
+            max(1, int_param(request.GET, "pairs_per_scenario", 1) or 1),
+            int_param(request.GET, "seed", 0) or 0,
+        )
+    context = {"count": count, "query": picker.query() if count else ""}
+    return render(request, "campaigns/_set_count.html", context)
+
+
+@role_required(RESEARCHER)
+def campaign_build_status(request, pk):
+    """The campaign page's build box (htmx-polled while the build runs); once it ends, the
+    page reloads to show the numbers the build made."""
+    campaign = managed_campaign_or_404(request.user, pk)
+    job = campaigns.latest_build_job(campaign)
+    response = render(request, "campaigns/_build.html", _build_context(campaign, job))
+    if job is not None and job.is_finished and request.GET.get("polling"):
+        response["HX-Refresh"] = "true"
+    return response
+
+
+def _build_context(campaign, job) -> dict:
+    return {
+        "campaign": campaign,
+        "build_job": job,
+        "build": jobs.live_progress(job) if job is not None else None,
+    }
 
 
 @role_required(RESEARCHER)
@@ -51,8 +96,8 @@ def campaign_edit(request, pk):
             return confirmation.ask(request, question, reverse("campaigns:edit", args=[pk]))
         campaign, job = campaigns.save_campaign(form, request.user)
         if job:
-            messages.success(request, "Campaign saved; rebuilding its comparisons.")
-            return redirect("job_detail", pk=job.pk)
+            messages.info(request, _("Campaign saved; its comparisons are being rebuilt."))
+            return redirect("campaigns:detail", pk=campaign.pk)
         messages.success(request, "Campaign saved.")
         return redirect("campaigns:detail", pk=campaign.pk)
     return render(
@@ -62,22 +107,44 @@ def campaign_edit(request, pk):
     )
 
 
+# The campaign page's numbers refresh this often while it is open and its tab is visible.
+POLL_SECONDS = 10
+
+
+def _live_context(campaign) -> dict:
+    """What the page's live part shows (`campaigns/_live.html`), read again on every poll."""
+    return {
+        "campaign": campaign,
+        "overview": campaigns.campaign_overview(campaign),
+        **campaigns.annotator_monitoring(campaign),
+        "poll_seconds": POLL_SECONDS,
+        "polling": campaign.state == campaigns.State.OPEN,
+    }
+
+
+@role_required(RESEARCHER)
+def campaign_live(request, pk):
+    """The campaign page's progress and annotator table alone, which the page polls (htmx)."""
+    campaign = managed_campaign_or_404(request.user, pk)
+    return render(request, "campaigns/_live.html", _live_context(campaign))
+
+
 @role_required(RESEARCHER)
 def campaign_detail(request, pk):
     campaign = managed_campaign_or_404(request.user, pk)
     context = {
-        "campaign": campaign,
-        "overview": campaigns.campaign_overview(campaign),
-        **campaigns.annotator_monitoring(campaign),
+        **_live_context(campaign),
         "companions": list(campaign.companions.order_by("name")),
         "runs": list(campaign.runs.order_by("-created_at")),
         "members": list(campaign.members.order_by("username")),
         "annotators": list(campaign.annotators.order_by("username")),
         "owner": campaign.owner,
         "guidelines": render_markdown(campaign.guidelines),
-        "build_job": campaigns.latest_build_job(campaign),
+        **_build_context(campaign, campaigns.latest_build_job(campaign)),
         "actions": campaigns.state_buttons(campaign),
         "rebuild_question": campaigns.question(campaign, "rebuild"),
+        # Phases only where qualification is asked for: no query otherwise (MAX_DETAIL_QUERIES).
+        "phases": annotator_phases(campaign) if campaign.requires_qualification else [],
     }
     return render(request, "campaigns/detail.html", context)
 
@@ -110,9 +177,9 @@ def campaign_rebuild(request, pk):
     campaign = managed_campaign_or_404(request.user, pk)
     if not confirmation.confirmed(request):
         return _ask(request, campaign, "rebuild")
-    job = queue_build(campaign, request.user)
-    messages.info(request, "Rebuilding: missing comparisons are added, existing ones kept.")
-    return redirect("job_detail", pk=job.pk)
+    queue_build(campaign, request.user)
+    messages.info(request, _("Rebuilding: missing comparisons are added, existing ones kept."))
+    return redirect("campaigns:detail", pk=pk)
 
 
 def _ask(request, campaign, action: str):

@@ -13,6 +13,7 @@ from django.db.models import Count, IntegerField, OuterRef, Q, Subquery, Sum, Va
 from django.db.models.functions import Coalesce
 from django.http import QueryDict
 from django.utils import timezone
+from django.utils.translation import pgettext_lazy
 
 from h2htalk import csvexport
 from h2htalk.confirmation import Question
@@ -182,6 +183,8 @@ def campaign_overview(campaign: Campaign) -> dict:
 
     Progress = judgments on non-gold comparisons / (non-gold comparisons × k); complete means
     k judgments, partial 1 … k−1, untouched none. Gold items ignore k and are counted apart.
+    Only judgments that count are counted (`counting`): those of excluded annotators are
+    `excluded_judgments`, apart.
     """
     k = campaign.overlap
     regular = Q(is_gold=False)
@@ -196,6 +199,12 @@ def campaign_overview(campaign: Campaign) -> dict:
     )
     counts["judged"] = counts["judged"] or 0
     counts["gold_judgments"] = counts["gold_judgments"] or 0
+    excluded = Judgment.objects.filter(
+        comparison__campaign=campaign,
+        comparison__is_gold=False,
+        annotator__exclusions__campaign=campaign,
+    )
+    counts["excluded_judgments"] = excluded.count()
     counts["partial"] = counts["regular"] - counts["complete"] - counts["untouched"]
     counts["target"] = counts["regular"] * k
     counts["percent"] = progress_percent(counts["judged"], counts["target"])
@@ -282,8 +291,8 @@ def change_state(campaign: Campaign, action: str) -> State:
 
 
 def annotator_monitoring(campaign: Campaign) -> dict:
-    """The monitoring table: `rows`, one per annotator (in or once in the pool), and `overall`
-    (None before the first judgment), with percentages and seconds for display; `pool`, the
+    """The monitoring table: `rows`, one per annotator (in or once in the pool; `excluded` with
+    its reason), and `overall` (over the judgments that count; None before the first), with percentages and seconds for display; `pool`, the
     number of annotators in the pool. Flags are the agreement report's (annotation.monitoring;
     pandas and scipy load here, not with the pages)."""
     from . import monitoring
@@ -291,14 +300,31 @@ def annotator_monitoring(campaign: Campaign) -> dict:
     judgments = monitoring.load_judgments(campaign)
     skips = monitoring.load_skips(campaign)
     pool = set(campaign.annotators.values_list("username", flat=True))
+    excluded = dict(campaign.exclusions.values_list("annotator__username", "reason"))
     rows = monitoring.records(monitoring.annotator_table(judgments, skips, pool))
     for row in rows:
         row["in_pool"] = row["annotator"] in pool
+        row["excluded"] = row["annotator"] in excluded
+        row["excluded_reason"] = excluded.get(row["annotator"], "")
         _for_display(row)
-    overall = monitoring.overall_row(judgments, skips) if len(judgments) else None
+    # The overall row: the judgments that count (excluded annotators' rows stand apart).
+    counted = judgments[~judgments["annotator"].isin(list(excluded))]
+    counted_skips = skips[~skips["annotator"].isin(list(excluded))]
+    overall = monitoring.overall_row(counted, counted_skips) if len(counted) else None
     if overall:
         _for_display(overall)
-    return {"rows": rows, "overall": overall, "pool": len(pool)}
+    return {"rows": rows, "overall": overall, "pool": len(pool), "n_excluded": len(excluded)}
+
+
+# Short names of the skip reasons (annotation.queue.SKIP_REASONS) for the monitoring table.
+SKIP_LABELS = {
+    "cannot_judge": pgettext_lazy("skip reason", "cannot judge"),
+    "language": pgettext_lazy("skip reason", "language"),
+    "offensive": pgettext_lazy("skip reason", "offensive"),
+    "broken": pgettext_lazy("skip reason", "broken"),
+    "other": pgettext_lazy("skip reason", "other"),
+    "unknown": pgettext_lazy("skip reason", "no reason given"),
+}
 
 
 def _for_display(row: dict) -> None:
@@ -309,7 +335,7 @@ def _for_display(row: dict) -> None:
 
     row["median_time_s"] = scaled(row["median_time_ms"], 1 / 1000)
     row["median_server_s"] = scaled(row["median_server_ms"], 1 / 1000)
-    row["skip_text"] = ", ".join(f"{code} {n}" for code, n in row["skip_reasons"].items())
+    row["skip_list"] = [(SKIP_LABELS.get(code, code), n) for code, n in row["skip_reasons"].items()]
 
 
 def latest_build_job(campaign: Campaign) -> Job | None:

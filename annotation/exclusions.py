@@ -3,7 +3,9 @@
 A researcher excludes annotators from a campaign (chosen ones with a reason, or every annotator
 the agreement report flags, each with its flag as the reason). Agreement (scoring.agreement.services),
 calibration fits (scoring.metrics.features) and releases (scoring.releases.freezing) then leave their judgments
-out; the judgments stay stored, and `clear` brings them back. The agreement page, the REST API
+out; the judgments stay stored, and `clear` brings them back. The queue and the progress counts
+follow at once: the comparisons excluded judgments filled are handed out again until k judgments
+count (`counting`). The agreement page, the REST API
 (scoring.agreement.api) and `manage.py exclude_annotators` all call these functions.
 """
 
@@ -14,6 +16,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import Count, Q
 
+from . import counting
 from .models import AnnotatorExclusion, Campaign, Judgment
 
 REASON_MAX = AnnotatorExclusion._meta.get_field("reason").max_length
@@ -94,6 +97,8 @@ def exclude(campaign: Campaign, users, reason: str, by=None) -> list[AnnotatorEx
         raise ExclusionError("name at least one annotator")
     made = []
     with transaction.atomic():
+        counting.lock_campaign(campaign)  # exclusions of one campaign change one at a time
+        already = set(excluded_annotator_ids(campaign))
         for user in users:
             exclusion, _ = AnnotatorExclusion.objects.update_or_create(
                 campaign=campaign,
@@ -101,6 +106,7 @@ def exclude(campaign: Campaign, users, reason: str, by=None) -> list[AnnotatorEx
                 defaults={"reason": reason, "created_by": by},
             )
             made.append(exclusion)
+        counting.uncount(campaign, [u.pk for u in users if u.pk not in already])
     return made
 
 
@@ -140,7 +146,11 @@ def clear(campaign: Campaign, users=None) -> int:
         names = [u for u in users if isinstance(u, str) and "\x00" not in u]
         ids = [u.pk for u in users if not isinstance(u, str)]
         rows = rows.filter(Q(annotator__username__in=names) | Q(annotator_id__in=ids))
-    deleted, _ = rows.delete()
+    with transaction.atomic():
+        counting.lock_campaign(campaign)
+        ids = list(rows.values_list("annotator_id", flat=True))
+        deleted, _ = rows.delete()
+        counting.recount_back(campaign, ids)
     return deleted
 
 

@@ -107,6 +107,13 @@ class Campaign(models.Model):
         default=False,
         help_text=_("Annotators may say how sure they are (1 = unsure … 3 = sure)."),
     )
+    # Qualification (issue 22): read with the campaign, so the admission check costs nothing
+    # where it is off; its rule, practice items and phases: annotation.qualification.
+    requires_qualification = models.BooleanField(
+        _("requires qualification"),
+        default=False,
+        help_text=_("Annotators pass a practice set before their votes count."),
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     # The queue's counts (annotation.progress), so that progress reads no row per comparison:
     # comparisons with fewer than k judgments = open_base - the tallies' `filled`, counted for
@@ -364,3 +371,23 @@ class AnnotatorExclusion(models.Model):
 
     def __str__(self):
         return f"{self.annotator} excluded from {self.campaign}"
+
+
+# The qualification's models, in their own package (Django finds them through this module).
+from .qualification.models import (  # noqa: E402
+    PracticeAnswer,
+    PracticeAttempt,
+    PracticeItem,
+    QualificationEvent,
+    QualificationRule,
+    QualificationStatus,
+)
+
+__all__ = [  # re-exported: the qualification package's models
+    "PracticeAnswer",
+    "PracticeAttempt",
+    "PracticeItem",
+    "QualificationEvent",
+    "QualificationRule",
+    "QualificationStatus",
+]

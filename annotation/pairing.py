@@ -31,11 +31,19 @@ def campaign_scenarios(campaign: Campaign) -> QuerySet:
 
 def available_responses(campaign: Campaign) -> dict[int, dict[int, int]]:
     """scenario id -> {companion id: response id}, the latest successful one from the runs."""
+    return responses_of(
+        campaign_scenarios(campaign), campaign.companions.all(), campaign.runs.all()
+    )
+
+
+def responses_of(scenarios, companions, runs) -> dict[int, dict[int, int]]:
+    """available_responses for a scenario set, companions and runs not yet saved as a campaign
+    (querysets or ids): what the campaign builder counts before saving."""
     rows = (
         Response.objects.filter(
-            run__in=campaign.runs.all(),
-            companion__in=campaign.companions.all(),
-            scenario__in=campaign_scenarios(campaign),
+            run__in=runs,
+            companion__in=companions,
+            scenario__in=scenarios,
             status=Response.Status.OK,
         )
         .order_by("run__created_at", "pk")
@@ -131,11 +139,16 @@ def _burn_in(campaign: Campaign, by_scenario: dict, incremental: bool) -> dict:
     `adaptive_top_up` as votes arrive. A rebuild adds nothing once it has started."""
     if incremental and campaign.comparisons.exists():
         return {}
+    return burn_in_scenarios(by_scenario, campaign.pairs_per_scenario, campaign.seed)
+
+
+def burn_in_scenarios(by_scenario: dict, pairs_per_scenario: int, seed: int) -> dict:
+    """The scenarios of a new adaptive campaign's first, balanced comparisons."""
     n_models = len({c for companions in by_scenario.values() for c in companions})
     wanted = BURN_IN_PER_PAIR * math.comb(n_models, 2)
     chosen = sorted(by_scenario)
-    random.Random(campaign.seed).shuffle(chosen)
-    keep = chosen[: math.ceil(wanted / max(1, campaign.pairs_per_scenario))]
+    random.Random(seed).shuffle(chosen)
+    keep = chosen[: math.ceil(wanted / max(1, pairs_per_scenario))]
     return {s: by_scenario[s] for s in keep}
 
 

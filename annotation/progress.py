@@ -11,11 +11,17 @@ sending a scenario back to review needs no recount:
 
 - left for me = comparisons with fewer than k judgments (open_base - Σ filled)
   - open gold ones - open regular ones of a scenario not approved - open ones I was handed;
-- campaign done = Σ judged - judgments on gold comparisons (their judgment counts).
+  0 when I am excluded from the campaign (I am handed nothing more there);
+- campaign done = Σ judged of the annotators not excluded - judgments on gold comparisons
+  (their judgment counts).
+
+Judgment counts count only the judgments that count (`counting`): excluding an annotator takes
+theirs off and recounts the base in the same transaction (`recount_locked`).
 """
 
 from dataclasses import dataclass
 
+from django.db import transaction
 from django.db.models import (
     Count,
     IntegerField,
@@ -54,8 +60,19 @@ def recount_later(campaign: Campaign) -> None:
 
 
 def _recount(campaign: Campaign) -> None:
+    """Count again, the campaign row locked first (in a statement of its own): an exclusion
+    recounting at the same time holds it, so this count starts after that one committed and
+    sees its judgment counts (counted in one statement, a wait for the row would leave it
+    with the figures from before)."""
+    with transaction.atomic():
+        list(Campaign.objects.select_for_update().filter(pk=campaign.pk).values_list("pk"))
+        recount_locked(campaign)
+
+
+def recount_locked(campaign: Campaign) -> None:
     """One statement, so the comparisons and the tallies are read in the same snapshot: a
-    judgment filling a comparison is in both or in neither."""
+    judgment filling a comparison is in both or in neither. The caller holds the campaign
+    row."""
     here = OuterRef("pk")
     k = campaign.overlap
     comparisons = Comparison.objects.filter(campaign=here).values("campaign")
@@ -78,7 +95,7 @@ def _total(rows, aggregate) -> Coalesce:
 
 COUNTS = (
     *("today", "mine", "judged", "filled"),
-    *("gold_n", "gold_votes", "gold_open", "withdrawn", "handed"),
+    *("gold_n", "gold_votes", "gold_open", "withdrawn", "handed", "excluded"),
 )
 # The counts as one text value "today,mine,…" (in COUNTS order), for any query in which the
 # table annotation_campaign is the campaign: written out, since the ORM takes milliseconds to
@@ -96,7 +113,9 @@ _COUNTS_SQL = " || ',' || ".join(
         "SELECT t.judged FROM annotation_annotatortally t"
         " WHERE t.campaign_id = annotation_campaign.id AND t.annotator_id = %s",
         "SELECT SUM(t.judged) FROM annotation_annotatortally t"
-        " WHERE t.campaign_id = annotation_campaign.id",
+        " WHERE t.campaign_id = annotation_campaign.id AND NOT EXISTS (SELECT 1"
+        " FROM annotation_annotatorexclusion x WHERE x.campaign_id = t.campaign_id"
+        " AND x.annotator_id = t.annotator_id)",
         "SELECT SUM(t.filled) FROM annotation_annotatortally t"
         " WHERE t.campaign_id = annotation_campaign.id",
         "SELECT COUNT(*) FROM annotation_comparison c"
@@ -121,6 +140,8 @@ _COUNTS_SQL = " || ',' || ".join(
         f" AND c.judgment_count < annotation_campaign.overlap AND s.state = '{APPROVED}'"
         " FROM annotation_comparison c JOIN scenarios_scenario s ON s.id = c.scenario_id"
         " WHERE c.id = a.comparison_id)",
+        "SELECT COUNT(*) FROM annotation_annotatorexclusion x"
+        " WHERE x.campaign_id = annotation_campaign.id AND x.annotator_id = %s",
     )
 )
 
@@ -135,7 +156,7 @@ def progress_counts(user) -> dict:
 
 def progress_params(user) -> list:
     """The values of `_COUNTS_SQL`'s placeholders, in order."""
-    return [timezone.localdate(), user.pk, user.pk, user.pk]
+    return [timezone.localdate(), user.pk, user.pk, user.pk, user.pk]
 
 
 def progress_for(user, campaign: Campaign) -> AnnotatorProgress:
@@ -148,6 +169,8 @@ def progress_for(user, campaign: Campaign) -> AnnotatorProgress:
         campaign = Campaign.objects.annotate(**progress_counts(user)).get(pk=campaign.pk)
     n = _counts(campaign)
     left = campaign.open_base - n["filled"] - n["gold_open"] - n["withdrawn"] - n["handed"]
+    if n["excluded"]:
+        left = 0
     return AnnotatorProgress(
         done_today=n["today"],
         done_total=n["mine"],
@@ -155,6 +178,14 @@ def progress_for(user, campaign: Campaign) -> AnnotatorProgress:
         campaign_done=n["judged"] - n["gold_votes"],
         campaign_target=(campaign.comparison_total - n["gold_n"]) * campaign.overlap,
     )
+
+
+def is_excluded(user, campaign: Campaign) -> bool:
+    """Whether the user is excluded from the campaign (read with the progress counts when the
+    campaign carries them)."""
+    if hasattr(campaign, "progress"):
+        return bool(_counts(campaign)["excluded"])
+    return campaign.exclusions.filter(annotator=user).exists()
 
 
 def _counts(campaign: Campaign) -> dict:

@@ -36,7 +36,9 @@ from .blinding import ITEM_RELATED
 from .candidates import SHUFFLE_KEY_BITS, claim, locked_batch
 from .models import RATING_DIMENSIONS, Assignment, Campaign, Comparison, Judgment
 from .pairing import adaptive_top_up
-from .progress import count_hand_out, count_judgment
+from .progress import count_hand_out, count_judgment, is_excluded
+from .qualification import Phase, phase
+from .qualification.watch import after_judgment
 from .rating_details import DetailError, clean_details
 from .rating_reads import rated_assignment
 from .recording import store
@@ -70,6 +72,29 @@ class InvalidAnswer(QueueError):
 
 class ItemChanged(QueueError):
     """The item's scenario was edited or withdrawn from the approved set after it was issued."""
+
+
+class NotAdmitted(QueueError):
+    """The campaign requires qualification and the annotator is not admitted (now): they work
+    through a practice set first (`annotation.qualification`). `phase` says which case."""
+
+    def __init__(self, phase: str):
+        self.phase = phase
+        super().__init__(str(NOT_ADMITTED.get(phase, NOT_ADMITTED[Phase.QUALIFYING])))
+
+
+NOT_ADMITTED = {
+    Phase.QUALIFYING: gettext_lazy(
+        "This campaign asks for a short practice first: your votes count once you pass it."
+    ),
+    Phase.REFRESHER: gettext_lazy(
+        "Your recent answers drifted from the expected ones, so rating is paused: a short "
+        "refresher first, then you rate again."
+    ),
+    Phase.FAILED: gettext_lazy(
+        "You did not pass this campaign's practice, so you cannot rate in it."
+    ),
+}
 
 
 NOT_OPEN = gettext_lazy("This campaign is not open for rating right now.")
@@ -235,7 +260,8 @@ def _take(user, campaign: Campaign, gold: bool, now) -> Assignment | None:
 
 
 def next_assignment(user, campaign: Campaign) -> Assignment | None:
-    """The annotator's current item, or a new one; None when nothing is left for them.
+    """The annotator's current item, or a new one; None when nothing is left for them (and
+    always for an annotator excluded from the campaign).
 
     A campaign read saying the user holds no item there (`has_open_item`,
     `rating_reads.rating_campaign`) skips looking for it.
@@ -243,6 +269,10 @@ def next_assignment(user, campaign: Campaign) -> Assignment | None:
     API run each request in one)."""
     if campaign.state != Campaign.State.OPEN:
         raise CampaignNotOpen(NOT_OPEN)
+    if is_excluded(user, campaign):
+        return None  # their judgments no longer count here (annotation.counting)
+    if campaign.requires_qualification:  # one indexed row, only where it is asked for
+        _check_admitted(user, campaign)
     existing = current_assignment(user, campaign) if _may_hold(campaign) else None
     if existing:
         return existing
@@ -257,6 +287,12 @@ def next_assignment(user, campaign: Campaign) -> Assignment | None:
         with transaction.atomic(savepoint=False):
             assignment = _take(user, campaign, gold=False, now=timezone.now())
     return assignment
+
+
+def _check_admitted(user, campaign: Campaign) -> None:
+    current = phase(campaign, user)
+    if current != Phase.ADMITTED:
+        raise NotAdmitted(current)
 
 
 def _may_hold(campaign: Campaign) -> bool:
@@ -384,6 +420,8 @@ def _record(assignment, comparison, user, submission: Submission, details) -> Ju
         fills=comparison.judgment_count + 1 == campaign.overlap,
     )
     count_judgment(campaign, comparison)
+    if campaign.requires_qualification:  # the drift watch may send them to the refresher
+        after_judgment(campaign, user, comparison)
     return judgment
 
 

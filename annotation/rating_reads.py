@@ -10,6 +10,7 @@ compiling these subqueries took more server CPU than PostgreSQL took to run them
 statements are prepared once per connection (`h2htalk.rows.bound_cursor`).
 """
 
+from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import connection
 from django.utils import timezone
@@ -28,6 +29,7 @@ COMPARISON += ("judgment_count", "shuffle_key")
 SCENARIO = ("id", "subtask", "language", "persona_id", "history", "memory", "schedule")
 SCENARIO += ("user_message", "state", "content_hash")
 NAME_LISTS = ("companion_names", "companion_model_ids", "run_names")
+User = get_user_model()
 
 _NAMES = """(SELECT {json_list} FROM annotation_campaign_companions cc
         JOIN scenarios_companionmodel m ON m.id = cc.companionmodel_id
@@ -138,7 +140,10 @@ def rated_assignment(user, key) -> Assignment | None:
 def assignment_statement(user, key) -> tuple[str, list]:
     """`rated_assignment`'s statement and its parameters (ValidationError: not a key)."""
     changed, changed_params = _has_content_change("r")
-    lock = "FOR UPDATE OF a, c, s" if connection.features.has_select_for_update_skip_locked else ""
+    # The annotator's user row FOR KEY SHARE, until the transaction ends: an exclusion from
+    # the campaign (annotation.counting) waits for this answer, or this answer for it.
+    lock = "FOR UPDATE OF a, c, s FOR KEY SHARE OF u"
+    lock = lock if connection.features.has_select_for_update_skip_locked else ""
     sql = f"""SELECT {columns("a", ASSIGNMENT)}, {columns("c", COMPARISON)},
         {columns("annotation_campaign", CAMPAIGN)}, {columns("s", SCENARIO)},
         EXISTS(SELECT 1 FROM scenarios_revision r WHERE r.scenario_id = s.id
@@ -152,6 +157,7 @@ def assignment_statement(user, key) -> tuple[str, list]:
         JOIN annotation_comparison c ON c.id = a.comparison_id
         JOIN annotation_campaign ON annotation_campaign.id = c.campaign_id
         JOIN scenarios_scenario s ON s.id = c.scenario_id
+        JOIN {User._meta.db_table} u ON u.id = a.annotator_id
         WHERE a.key = %s {lock}"""  # noqa: S608 - names only
     key = db_value(Assignment, "key", key)
     return sql, [*changed_params, user.pk, *_holds_params(user), *progress_params(user), key]

@@ -1,6 +1,7 @@
 """Storing one judgment: its five writes, sent as one statement on PostgreSQL.
 
-A submission inserts the judgment, counts it on the comparison, closes the assignment, counts
+A submission inserts the judgment, counts it on the comparison (unless its annotator is
+excluded from the campaign: `annotation.counting`), closes the assignment, counts
 it in the annotator's tally (made by the first judgment: INSERT … ON CONFLICT, so a
 concurrent first judgment of theirs cannot fail on it) and, on a regular comparison, counts
 one more shared item for the annotator and each who judged the comparison before
@@ -25,15 +26,20 @@ JUDGMENT += ("scenario_revision", "scenario_hash", "reasons", "confidence", "cre
 
 _INSERT_JUDGMENT = f"""INSERT INTO annotation_judgment ({", ".join(JUDGMENT)})
     VALUES ({", ".join(["%s"] * len(JUDGMENT))}) RETURNING id"""  # noqa: S608 - names only
-_COUNT_ON_COMPARISON = (
-    "UPDATE annotation_comparison SET judgment_count = judgment_count + 1 WHERE id = %s"
-)
+# An excluded annotator's judgment is stored but not counted (annotation.counting): the
+# statement's snapshot is taken after the exclusion committed, if one was being made while the
+# item was answered (the submission waited for it on the annotator's user row).
+_EXCLUDED = """EXISTS(SELECT 1 FROM annotation_annotatorexclusion x
+    WHERE x.campaign_id = %s AND x.annotator_id = %s)"""
+_COUNT_ON_COMPARISON = f"""UPDATE annotation_comparison SET judgment_count = judgment_count + 1
+    WHERE id = %s AND NOT {_EXCLUDED}"""  # noqa: S608 - no values formatted in
 _CLOSE_ASSIGNMENT = "UPDATE annotation_assignment SET state = %s, finished_at = %s WHERE id = %s"
-_COUNT_IN_TALLY = """INSERT INTO annotation_annotatortally AS t
-        (campaign_id, annotator_id, judged, filled, day, today) VALUES (%s, %s, 1, %s, %s, 1)
+_COUNT_IN_TALLY = f"""INSERT INTO annotation_annotatortally AS t
+        (campaign_id, annotator_id, judged, filled, day, today)
+        VALUES (%s, %s, 1, CASE WHEN {_EXCLUDED} THEN 0 ELSE %s END, %s, 1)
     ON CONFLICT (campaign_id, annotator_id) DO UPDATE SET judged = t.judged + 1,
         filled = t.filled + excluded.filled,
-        today = CASE WHEN t.day = excluded.day THEN t.today + 1 ELSE 1 END, day = excluded.day"""
+        today = CASE WHEN t.day = excluded.day THEN t.today + 1 ELSE 1 END, day = excluded.day"""  # noqa: S608
 # The others who judged the comparison before (the statement's snapshot: not this judgment;
 # on SQLite, run after it, it is left out by its annotator); `regular`: a parameter, false on
 # gold comparisons, whose raters are not counted.
@@ -69,7 +75,7 @@ def store(assignment: Assignment, fields: dict, fills: bool) -> Judgment:
     }
     statements = [
         (_INSERT_JUDGMENT, [db_value(Judgment, name, values[name]) for name in JUDGMENT]),
-        (_COUNT_ON_COMPARISON, [comparison.pk]),
+        (_COUNT_ON_COMPARISON, [comparison.pk, comparison.campaign_id, annotator]),
         (
             _CLOSE_ASSIGNMENT,
             [Assignment.State.SUBMITTED, db_value(Assignment, "finished_at", now), assignment.pk],
@@ -78,7 +84,9 @@ def store(assignment: Assignment, fields: dict, fills: bool) -> Judgment:
             _COUNT_IN_TALLY,
             [
                 comparison.campaign_id,
-                assignment.annotator_id,
+                annotator,
+                comparison.campaign_id,
+                annotator,
                 int(fills),
                 db_value(AnnotatorTally, "day", timezone.localdate()),
             ],

@@ -2,6 +2,7 @@
 
 from celery import shared_task
 from django.db import transaction
+from django.utils.translation import gettext, gettext_lazy, ngettext
 
 from h2htalk import jobs
 from h2htalk.models import Job, State
@@ -12,6 +13,11 @@ from .progress import recount_later
 
 BUILD_KIND = "campaign_build"
 STEPS = 3
+NO_COMPARISONS = gettext_lazy(
+    "0 comparisons: these scenarios have no responses from two of the chosen companions in "
+    "the chosen runs. Edit the campaign's scenarios, companions or runs, or import responses, "
+    "then rebuild."
+)
 
 
 def designed_pairs(campaign: Campaign) -> set[tuple[int, int]]:
@@ -75,17 +81,18 @@ def run_campaign_build(job_id: int) -> None:
     except Exception as error:
         jobs.finish(job_id, State.FAILED, f"{type(error).__name__}: {error}")
         raise
-    message = f"{created} new comparison(s), {total} in the campaign"
+    result = {"campaign_id": campaign.pk, "created": created, "removed": removed, "total": total}
+    if total == 0:  # a campaign with nothing to rate: the build did not do its job
+        jobs.finish(job_id, State.FAILED, str(NO_COMPARISONS), result)
+        return
+    message = ngettext(
+        "%(created)s new comparison, %(total)s in the campaign",
+        "%(created)s new comparisons, %(total)s in the campaign",
+        created,
+    ) % {"created": created, "total": total}
     if removed:
-        message += f"; {removed} no longer called for were removed"
-    if total == 0:
-        message += ": no scenario has responses from two of the chosen companions in these runs"
-    jobs.finish(
-        job_id,
-        State.COMPLETED,
-        message,
-        {"campaign_id": campaign.pk, "created": created, "removed": removed, "total": total},
-    )
+        message += gettext("; %(n)s no longer called for were removed") % {"n": removed}
+    jobs.finish(job_id, State.COMPLETED, message, result)
 
 
 # Re-run by h2htalk.sweeper after a lost worker: a build is idempotent (and one bulk insert).

@@ -1,6 +1,7 @@
 from django.urls import path
 
 from . import views
+from .qualification import views as practice
 
 app_name = "annotation"
 urlpatterns = [
@@ -8,4 +9,9 @@ urlpatterns = [
     path("<int:campaign_id>/", views.rate, name="rate"),
     path("a/<uuid:key>/submit/", views.submit, name="submit"),
     path("a/<uuid:key>/skip/", views.skip, name="skip"),
+    # Qualification and refresher practice (annotation.qualification)
+    path("<int:campaign_id>/qualify/", practice.qualify, name="qualify"),
+    path("<int:campaign_id>/qualify/retry/", practice.retry, name="practice_retry"),
+    path("q/<uuid:practice_key>/", practice.feedback, name="practice_feedback"),
+    path("q/<uuid:practice_key>/answer/", practice.answer, name="practice_answer"),
 ]

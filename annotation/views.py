@@ -17,8 +17,9 @@ from dataclasses import dataclass
 
 from django.contrib import messages
 from django.db import transaction
-from django.http import Http404
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST
@@ -33,6 +34,7 @@ from .forms import RatingForm, SkipForm
 from .markdown import render_markdown
 from .models import Assignment, Campaign
 from .progress import progress_for
+from .qualification import phase
 
 # ---------------------------------------------------------------- page pieces
 
@@ -90,6 +92,8 @@ def _item_context(
 def _next_item_context(user, campaign: Campaign, names: list[str], **extra) -> dict:
     try:
         assignment = queue.next_assignment(user, campaign)
+    except queue.NotAdmitted:
+        raise  # the callers send the annotator to the practice page
     except queue.QueueError as error:
         return _item_context(None, names, closed=str(error), **extra)
     return _item_context(assignment, names, campaign=campaign, **extra)
@@ -138,7 +142,10 @@ def _answer_next(request, campaign, names, *, notice="", error="", short=""):
     notice without "here is the next one" (used when none follows, and after a redirect)."""
     notice, short = str(notice), str(short or notice)
     if request.htmx:
-        item = _next_item_context(request.user, campaign, names, notice=notice, error=error)
+        try:
+            item = _next_item_context(request.user, campaign, names, notice=notice, error=error)
+        except queue.NotAdmitted:
+            return _to_practice(request, campaign, short)
         if notice and not item["item"].get("key"):  # nothing follows: no "here is the next one"
             item["item"]["notice"] = short
         return _swap(request, campaign, names, item)
@@ -147,6 +154,16 @@ def _answer_next(request, campaign, names, *, notice="", error="", short=""):
     elif notice:
         messages.success(request, short)
     return redirect("annotation:rate", campaign_id=campaign.pk)
+
+
+def _to_practice(request, campaign, notice: str = ""):
+    """To the practice page (htmx: a full navigation, HX-Redirect), saying what was saved."""
+    if notice:
+        messages.success(request, notice)
+    url = reverse("annotation:qualify", args=[campaign.pk])
+    if request.htmx:
+        return HttpResponse(headers={"HX-Redirect": url})
+    return redirect(url)
 
 
 def _answer_not_open(request, campaign, names, message: str):
@@ -183,6 +200,7 @@ def home(request):
             blind_names(campaign),
             on_screen=queue.current_assignment(request.user, campaign) is not None,
         )
+        | {"phase": phase(campaign, request.user)}
         for campaign in rating_campaigns(request.user).order_by("-created_at", "pk")
     ]
     return render(request, "annotation/home.html", {"rows": rows})
@@ -194,7 +212,11 @@ def rate(request, campaign_id):
     """The rating page: the current item (or a new one), guidelines, progress."""
     campaign = rating_campaign_or_404(request.user, campaign_id)
     names = blind_names(campaign)
-    return _full_page(request, campaign, names, _next_item_context(request.user, campaign, names))
+    try:
+        item = _next_item_context(request.user, campaign, names)
+    except queue.NotAdmitted:
+        return _to_practice(request, campaign)
+    return _full_page(request, campaign, names, item)
 
 
 def _submit_forms(data, campaign, names) -> tuple[RatingForm, dict]:

@@ -3,6 +3,8 @@ from rest_framework import routers
 
 from annotation.api import RatingAssignmentViewSet, RatingCampaignViewSet
 from annotation.campaign_api import CampaignViewSet
+from annotation.qualification import api as qualification
+from annotation.qualification import rating_api as practice
 from h2htalk.accounts.api import UserViewSet
 from h2htalk.auth import ObtainToken
 from h2htalk.parsers import DEFAULT as DEFAULT_PARSERS
@@ -11,6 +13,7 @@ from scenarios.api import PersonaViewSet, ScenarioViewSet
 from scenarios.companions.api import CompanionViewSet, GenerationRunViewSet, ResponseViewSet
 from scoring.agreement.api import campaign_agreement
 from scoring.agreement.exclusion_api import campaign_exclusions
+from scoring.hfexport import api as hf_dataset
 from scoring.planning.api import campaign_plan, campaign_plan_status
 
 
@@ -56,6 +59,53 @@ urlpatterns = [
         "campaigns/<int:campaign_id>/plan/status/",
         campaign_plan_status,
         name="campaign-plan-status",
+    ),
+    # Qualification: researchers define it and watch phases; annotators practise.
+    path("campaigns/<int:campaign_id>/qualification/", qualification.rule, name="qualification"),
+    path(
+        "campaigns/<int:campaign_id>/qualification/items/",
+        qualification.practice_items,
+        name="qualification-items",
+    ),
+    path(
+        "campaigns/<int:campaign_id>/qualification/items/import/",
+        qualification.import_practice_items,
+        name="qualification-import",
+    ),
+    path(
+        "campaigns/<int:campaign_id>/qualification/items/<int:item_id>/",
+        qualification.practice_item,
+        name="qualification-item",
+    ),
+    path(
+        "campaigns/<int:campaign_id>/qualification/annotators/",
+        qualification.annotator_phases_view,
+        name="qualification-annotators",
+    ),
+    path(
+        "rate/campaigns/<int:campaign_id>/qualification/next/",
+        practice.practice_next,
+        name="practice-next",
+    ),
+    path(
+        "rate/campaigns/<int:campaign_id>/qualification/retry/",
+        practice.practice_retry,
+        name="practice-retry",
+    ),
+    path(
+        "rate/practice/<uuid:practice_key>/answer/",
+        practice.practice_answer,
+        name="practice-answer",
+    ),
+    path(
+        "campaigns/<int:campaign_id>/hf-dataset/",
+        hf_dataset.campaign_dataset,
+        name="campaign-hf-dataset",
+    ),
+    path(
+        "releases/<int:pk>/hf-dataset/",
+        hf_dataset.release_dataset,
+        name="release-hf-dataset",
     ),
     path("judges/", include("scoring.judges.api_urls")),
     path("calibration/", include("scoring.calibration.api_urls")),

@@ -5,6 +5,7 @@ import re
 from django import forms
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.utils.translation import gettext
 
 _WHOLE = re.compile(r"\s*[+-]?[0-9]+\s*")
 LARGEST = 2**63 - 1  # the largest integer a database column holds (SQLite, PostgreSQL bigint)
@@ -34,3 +35,27 @@ class ModelMultipleChoiceField(forms.ModelMultipleChoiceField):
                         params={"pk": pk},
                     )
         return super().clean(value)
+
+
+class MultipleFileInput(forms.ClearableFileInput):
+    allow_multiple_selected = True
+
+
+class MultipleFileField(forms.FileField):
+    """Several files in one field (Django's documented pattern): cleaned to a list."""
+
+    MAX_FILES = 100
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("widget", MultipleFileInput())
+        super().__init__(*args, **kwargs)
+
+    def clean(self, data, initial=None):
+        files = data if isinstance(data, list | tuple) else [data]
+        files = [f for f in files if f] or [None]
+        if len(files) > self.MAX_FILES:
+            raise ValidationError(
+                gettext("At most %(n)d files in one upload: put more in a zip.")
+                % {"n": self.MAX_FILES}
+            )
+        return [super(MultipleFileField, self).clean(f, initial) for f in files]

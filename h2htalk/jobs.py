@@ -26,6 +26,7 @@ from django.db import connection
 from django.db.models import F
 from django.http import Http404
 from django.utils import timezone
+from django.utils.translation import gettext, pgettext_lazy
 
 from . import heartbeat, outage, uploads
 from .models import Job, State
@@ -125,7 +126,10 @@ def live_progress(job: Job) -> dict:
             note = f"attempt {job.attempts}, after the worker was lost"
             values["message"] = f"{values['message']} ({note})" if values["message"] else note
     total = values["total"]
+    if job.state == State.COMPLETED:  # done is done, whatever the last report counted
+        values["done"] = values["total"] = total = max(total, values["done"], 1)
     values["percent"] = round(100 * values["done"] / total) if total else 0
+    values["failed"] = job.state in (State.FAILED, State.CANCELLED)
     values["outcome"] = outcome(job)
     return values
 
@@ -138,6 +142,24 @@ UPLOAD_KINDS = {
 }
 
 
+# What each kind of job is called on its pages (never the kind's code).
+KIND_NAMES = {
+    "scenario_import": pgettext_lazy("job", "Scenario import"),
+    "response_import": pgettext_lazy("job", "Response import"),
+    "judge_import": pgettext_lazy("job", "Verdict import"),
+    "campaign_build": pgettext_lazy("job", "Building a campaign's comparisons"),
+    "campaign_plan": pgettext_lazy("job", "Study-size plan"),
+    "compute_metrics": pgettext_lazy("job", "Reference metrics"),
+    "release_compute": pgettext_lazy("job", "Computing a release"),
+    "calibration_fit": pgettext_lazy("job", "Calibration fit"),
+    "agreement": pgettext_lazy("job", "Agreement report"),
+}
+
+
+def kind_name(kind: str) -> str:
+    return str(KIND_NAMES.get(kind, pgettext_lazy("job", "Background job")))
+
+
 def _count(n: int, words: tuple[str, str]) -> str:
     return f"{n:,} {words[0] if n == 1 else words[1]}"
 
@@ -147,7 +169,7 @@ def outcome(job: Job) -> dict:
     css state). An upload's preview that found errors did its work, so it is "Preview · 5
     errors" with "nothing was imported", not "Failed"; a job that broke stays "Failed"."""
     plain = {
-        "heading": f"Job #{job.pk} · {job.kind}",
+        "heading": f"{kind_name(job.kind)} · #{job.pk}",
         "badge": job.get_state_display(),
         "tone": job.state,
         "upload": False,
@@ -159,6 +181,10 @@ def outcome(job: Job) -> dict:
     rows = _count(report["rows"], UPLOAD_KINDS[job.kind])
     problems = _count(errors, ("error", "errors"))
     if job.params.get("dry_run"):
+        if job.params.get("confirmed_job"):
+            heading = gettext("Preview: %(rows)s, no errors — confirmed: imported by job #%(job)s")
+            heading %= {"rows": rows, "job": job.params["confirmed_job"]}
+            return _upload(heading, gettext("Preview · confirmed"))
         if errors:
             heading = f"Preview: {rows}, {problems} — nothing was imported"
             return _upload(heading, f"Preview · {problems}", "preview-errors")

@@ -24,6 +24,7 @@ A Job records the deletion in `params["upload_deleted"]`.
 
 import logging
 import os
+import tempfile
 import uuid
 import zipfile
 from collections.abc import Iterator
@@ -33,6 +34,7 @@ from typing import NamedTuple
 
 from django.conf import settings
 from django.contrib import messages
+from django.core.files import File
 from django.core.files.storage import default_storage
 from django.db import transaction
 from django.utils import timezone
@@ -247,6 +249,28 @@ def store(upload) -> str:
     return default_storage.save(f"{UPLOAD_DIR}/{uuid.uuid4().hex}/{name}", upload)
 
 
+BUNDLE_SUFFIX = ".bundle.zip"  # several files of one upload, stored together
+
+
+def store_bundle(uploads) -> str:
+    """Save several uploaded files as one stored zip (uncompressed: they were sent as they
+    are), so the job and the deletion rules deal with one path; names kept, in upload order."""
+    buffer = tempfile.SpooledTemporaryFile(max_size=1 << 24)  # noqa: SIM115 (saved below)
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as bundle:
+        seen = set()
+        for upload in uploads:
+            name = PurePath(str(upload.name or "file")).name or "file"
+            while name in seen:  # two files of one name: both kept
+                name = f"_{name}"
+            seen.add(name)
+            with bundle.open(name, "w") as member:
+                for chunk in upload.chunks():
+                    member.write(chunk)
+    buffer.seek(0)
+    path = f"{UPLOAD_DIR}/{uuid.uuid4().hex}/upload{BUNDLE_SUFFIX}"
+    return default_storage.save(path, File(buffer))
+
+
 def start_job(request, form, kind: str, task, options: tuple[str, ...] = ()) -> Job | None:
     """The upload form's file (its field "file") as a preview Job of `kind` run by `task`, with
     the form's `options` fields in its params: what every import page does with a POST.
@@ -258,15 +282,27 @@ def start_job(request, form, kind: str, task, options: tuple[str, ...] = ()) -> 
     if request.method != "POST" or not form.is_valid():
         return None
     upload = form.cleaned_data["file"]
-    problem = size_error(upload)
+    files = list(upload) if isinstance(upload, list | tuple) else [upload]
+    problem = size_error(files[0]) if len(files) == 1 else bundle_size_error(files)
     if problem:
         form.add_error("file", problem)
         return None
     purge()
-    path = store(upload)
     chosen = {name: form.cleaned_data[name] for name in options}
-    params = {"path": path, "filename": upload.name, **chosen, "dry_run": True}
-    return queue(kind, task, request.user, params)
+    if len(files) == 1:
+        params = {"path": store(files[0]), "filename": files[0].name}
+    else:
+        names = [f.name for f in files]
+        params = {"path": store_bundle(files), "filename": f"{len(files)} files", "files": names}
+    return queue(kind, task, request.user, {**params, **chosen, "dry_run": True})
+
+
+def bundle_size_error(files) -> str | None:
+    limit = settings.MAX_UPLOAD_BYTES
+    total = sum(f.size for f in files)
+    if total > limit:
+        return f"The {len(files)} files hold {total:,} bytes together; the limit is {limit:,}."
+    return None
 
 
 def queue(kind: str, task, user, params: dict) -> Job:

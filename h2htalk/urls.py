@@ -36,6 +36,7 @@ urlpatterns = [
     path("manage/users/<int:user_id>/roles/", accounts.set_roles, name="set_roles"),
     path("manage/users/<int:user_id>/active/", accounts.set_active, name="set_active"),
     path("manage/users/<int:user_id>/revoke-links/", accounts.revoke_links, name="revoke_links"),
+    path("manage/users/<int:user_id>/new-link/", accounts.new_link, name="new_link"),
     path(
         "password/set/<uidb64>/<token>/",
         accounts.SetPasswordView.as_view(),
@@ -52,6 +53,7 @@ urlpatterns = [
     path("judges/", include("scoring.judges.urls")),
     path("calibration/", include("scoring.calibration.urls")),
     path("releases/", include("scoring.releases.urls")),
+    path("datasets/", include("scoring.hfexport.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api_schema"),
     path("api/docs/", views.api_docs, name="api_docs"),
     path("django-admin/", admin.site.urls),

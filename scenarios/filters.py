@@ -3,6 +3,7 @@
 import django_filters
 from django import forms
 from django.db.models import Q
+from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 
@@ -33,6 +34,7 @@ class ScenarioFilter(django_filters.FilterSet):
             queryset=Tag.objects.all(),
             label="Tags",
             method="filter_tags",
+            widget=CHECKBOXES,  # ticked, never Ctrl-clicked
         )
     )
     persona = django_filters.ModelChoiceFilter(queryset=Persona.objects.all())
@@ -66,3 +68,23 @@ class ScenarioFilter(django_filters.FilterSet):
             else:
                 conditions &= Q(**{value: True})
         return queryset.filter(conditions)
+
+
+def describe_errors(filterset) -> str:
+    """The filter's errors in one sentence a person reads: each filter by its label and the
+    value it was given ("State: "xx" is not one of its choices"), never the form's raw text."""
+    parts = []
+    for name, errors in filterset.errors.items():
+        field = filterset.form.fields.get(name)
+        label = str(field.label) if field is not None and field.label else name
+        given = filterset.data.getlist(name) if hasattr(filterset.data, "getlist") else []
+        codes = {e.code for e in errors.as_data()}
+        if codes & {"invalid_choice", "invalid_pk_value"} and given:
+            values = ", ".join(f"“{value}”" for value in given)
+            parts.append(
+                _("%(label)s: %(values)s is not one of its choices")
+                % {"label": label, "values": values}
+            )
+        else:
+            parts.append(f"{label}: {' '.join(str(e) for e in errors)}")
+    return _("The scenario filter cannot be used. %(problems)s.") % {"problems": "; ".join(parts)}

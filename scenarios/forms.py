@@ -1,7 +1,9 @@
 import json
 
 from django import forms
+from django.utils.translation import gettext_lazy
 
+from h2htalk.formfields import MultipleFileField
 from scenarios import validation
 from scenarios.models import Persona, Scenario
 from scenarios.services import AUTHORED_FIELDS
@@ -104,7 +106,13 @@ class ImportForm(forms.Form):
         ("release", 'H2HTalk release file ({"response": …} per line)'),
         ("sharegpt", "ShareGPT messages (from/value)"),
     ]
-    file = forms.FileField()
+    file = MultipleFileField(
+        label=gettext_lazy("Files"),
+        help_text=gettext_lazy(
+            "One or more .jsonl or .csv files, or one .zip holding them: one preview for all, "
+            "and all of them are imported or none."
+        ),
+    )
     format = forms.ChoiceField(choices=FORMAT_CHOICES, initial="auto")
     default_subtask = forms.ChoiceField(
         required=False,

@@ -7,12 +7,15 @@ ShareGPT-style `messages` (`from`/`value`). A reader yields (file line, raw row 
 a problem names its line and field, so the preview can list every one.
 """
 
+import codecs
 import csv
 import io
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import PurePath
+
+from django.utils.translation import gettext, gettext_lazy
 
 from h2htalk import csvexport, uploads
 from scenarios import validation
@@ -27,6 +30,61 @@ CSV_JSON_COLUMNS = ("history", "memory", "schedule", "persona")
 SHAREGPT_ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant"}
 SHAREGPT_ROLES |= {"bot": "assistant", "system": "system"}
 STATE_VALUES = frozenset(Scenario.State.values)
+
+
+# The benchmark's released files (LolerPanda/H2HTalk, data/): subtask -> lines (= questions).
+RELEASE_LINES = {
+    "dialogue_base": 1882,
+    "dialogue_emotion": 99,
+    "dialogue_schedule": 76,
+    "recollection_synthesize": 412,
+    "recollection_refine": 589,
+    "recollection_initialize": 41,
+    "itinerary_basic": 207,
+    "itinerary_middle": 444,
+    "itinerary_advanced": 143,
+    "itinerary_feedback": 163,
+    "itinerary_initialize": 533,
+}
+# Leading bytes of files people upload by mistake, and what they are.
+SIGNATURES = (
+    (b"\x89PNG", gettext_lazy("a PNG image")),
+    (b"%PDF", gettext_lazy("a PDF document")),
+    (b"\xff\xd8\xff", gettext_lazy("a JPEG image")),
+    (b"GIF8", gettext_lazy("a GIF image")),
+    (b"PK\x03\x04", gettext_lazy("a zip archive or an Office document")),
+    (b"\x1f\x8b", gettext_lazy("a gzip archive")),
+    (b"\xd0\xcf\x11\xe0", gettext_lazy("an old Office document")),
+)
+
+
+def not_text(head: bytes) -> str:
+    """Why a file whose first bytes are `head` is not one of the text formats ("" if it may
+    be): one sentence for the whole file instead of an encoding error on every line."""
+    for signature, kind in SIGNATURES:
+        if head.startswith(signature):
+            return gettext("This is not a JSONL or CSV file: it looks like %(kind)s.") % {
+                "kind": kind
+            }
+    if b"\x00" in head:
+        return gettext("This is not a JSONL or CSV file: it holds binary data.")
+    lines = head.split(b"\n")
+    whole = lines[:-1] or lines  # the last may be cut off mid-character
+    bad = sum(not _is_utf8(line) for line in whole)
+    if bad * 2 > len(whole):  # most lines: the file, not a line, is wrong
+        return gettext(
+            "This is not a JSONL or CSV file in UTF-8: most of its lines are not UTF-8 text. "
+            "Save it as UTF-8 and upload it again."
+        )
+    return ""
+
+
+def _is_utf8(raw: bytes) -> bool:
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(raw, final=False)
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 @dataclass

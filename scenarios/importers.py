@@ -26,7 +26,7 @@ from django.db.models import Max, Q
 from django.utils import timezone
 
 from h2htalk import bulk, uploads
-from scenarios import import_rows, validation
+from scenarios import import_formats, import_rows, validation
 from scenarios.import_formats import FORMATS, READERS, RowError, clean_row, detect_format
 from scenarios.import_rows import REVISION_COLUMNS, SCENARIO_COLUMNS, Encoded
 from scenarios.models import Persona, Revision, Scenario, Tag
@@ -70,6 +70,10 @@ class ScenarioImportReport:
     error_count: int = 0
     errors: list[RowError] = field(default_factory=list)  # the first MAX_ERRORS
     duplicate_lines: list[dict] = field(default_factory=list)
+    file_error: str = ""  # the whole file is refused (not text): one sentence, no line errors
+    sample: list[dict] = field(default_factory=list)  # the first rows as they will be stored
+    without_input: int = 0  # rows with no user message, history, memory or schedule
+    without_persona: int = 0
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -112,20 +116,44 @@ def run_import(
     """Check every row of a file and, unless dry_run, write them all or nothing: raises
     ImportFailed (its report lists every problem) when any row is bad. `progress(n)` hears
     the number of rows done so far."""
-    fmt = _format(stream, filename, fmt)
-    report = ScenarioImportReport(filename=PurePath(filename).name, format=fmt)
-    importer = _Import(report, author, initial_state, write=not dry_run)
-    items = READERS[fmt](stream, filename=filename, default_subtask=default_subtask)
-    rows = _rows(report, items, default_subtask, importer.inline)
+    options = {"fmt": fmt, "default_subtask": default_subtask, "initial_state": initial_state}
     if dry_run:
-        importer.run(rows, progress)
-        return report
+        return check_file(stream, filename, author, False, progress=progress, **options)[0]
     with transaction.atomic():
-        importer.run(rows, progress)
+        report = check_file(stream, filename, author, True, progress=progress, **options)[0]
         if not report.ok:
             raise ImportFailed(report)  # (rolls back what was written)
         report.written = True
     return report
+
+
+def check_file(
+    stream,
+    filename: str,
+    author,
+    write: bool,
+    fmt: str = "auto",
+    default_subtask: str = "",
+    initial_state: str = Scenario.State.DRAFT,
+    progress: Callable[[int], None] | None = None,
+    earlier: "_Import | None" = None,
+) -> tuple[ScenarioImportReport, "_Import"]:
+    """Check one file and, when `write` and nothing is wrong so far, write it (the caller
+    holds the transaction). `earlier`: the import of the files before it in one upload, whose
+    keys, contents and personas this one continues. Returns the report and the import."""
+    report = ScenarioImportReport(filename=PurePath(filename).name, format=fmt)
+    importer = _Import(report, author, initial_state, write=write, earlier=earlier)
+    refused = import_formats.not_text(stream.read(64 * 1024))
+    stream.seek(0)
+    if refused:
+        report.file_error = refused
+        report.add_error(RowError(0, "(file)", refused))
+        return report, importer
+    report.format = fmt = _format(stream, filename, fmt)
+    items = READERS[fmt](stream, filename=filename, default_subtask=default_subtask)
+    rows = _rows(report, items, default_subtask, importer.inline, initial_state)
+    importer.run(rows, progress)
+    return report, importer
 
 
 def _format(stream, filename: str, fmt: str) -> str:
@@ -138,18 +166,37 @@ def _format(stream, filename: str, fmt: str) -> str:
     return fmt
 
 
-def _rows(report, items: Iterable, default_subtask: str, inline: dict) -> Iterator[Row]:
-    """The cleaned rows of a reader's items; the problems go into the report."""
+def _rows(
+    report, items: Iterable, default_subtask: str, inline: dict, initial_state: str
+) -> Iterator[Row]:
+    """The cleaned rows of a reader's items; the problems go into the report, and the first
+    SAMPLE_ROWS rows, as they will be stored, into its sample."""
     for line, item in items:
         report.rows += not (report.format == "csv" and line == 1)  # (not the header)
         if isinstance(item, RowError):
             report.add_error(item)
             continue
         try:
-            yield Row(line, clean_row(item, line, default_subtask, inline))
+            data = clean_row(item, line, default_subtask, inline)
         except validation.FieldErrors as problems:
             for error in problems.errors:
                 report.add_error(RowError(line, error.field, error.message))
+            continue
+        _note(report, line, data, initial_state)
+        yield Row(line, data)
+
+
+SAMPLE_ROWS = 3
+INPUT_FIELDS = ("user_message", "history", "memory", "schedule")
+
+
+def _note(report: ScenarioImportReport, line: int, data: dict, initial_state: str) -> None:
+    """Count what a cleaned row lacks and keep it as a sample while there are few."""
+    report.without_input += not any(data[name] for name in INPUT_FIELDS)
+    report.without_persona += not data["persona"]
+    if len(report.sample) < SAMPLE_ROWS:
+        stored = {name: data[name] for name in data if name != "dimension"}
+        report.sample.append({"line": line, **stored, "state": data["state"] or initial_state})
 
 
 def _batches(rows: Iterator[Row]) -> Iterator[list[Row]]:
@@ -185,7 +232,10 @@ _CURRENT_FIELDS += ("evolving_need", "risk_level", "source", "state")
 class _Import:
     """One file's import: run() checks (and, when writing, writes) batch after batch."""
 
-    def __init__(self, report: ScenarioImportReport, author, initial_state: str, write: bool):
+    # What one upload's files share: a later file continues the earlier ones.
+    SHARED = ("personas", "absent", "keys", "hashes", "replaced", "written", "tag_ids")
+
+    def __init__(self, report, author, initial_state: str, write: bool, earlier=None):
         self.report, self.initial_state, self.write = report, initial_state, write
         self.author_id = getattr(author, "pk", None)
         self.stamp = bulk.db_datetime(timezone.now())
@@ -195,11 +245,14 @@ class _Import:
         self.unresolved: list[tuple[int, str]] = []  # (line, persona name) not known yet
         self.waiting: tuple[list, list] = ([], [])  # their creates and updates
         self.keys: dict = {}  # (subtask, external id) -> line
-        self.hashes: dict = {}  # content hash of a new row -> "line n"
+        self.hashes: dict = {}  # content hash of a new row -> (file name, line)
         self.replaced: dict = {}  # content hash an update replaced -> "existing scenario #pk"
         self.written: set = set()  # ids of the scenarios written by this import
         self.tag_ids: dict = {}
         self.keep_order = connection.vendor != "postgresql"  # (JSON stored as text)
+        if earlier is not None:
+            for name in self.SHARED:
+                setattr(self, name, getattr(earlier, name))
 
     def run(self, rows: Iterator[Row], progress) -> None:
         for batch in _batches(rows):
@@ -229,10 +282,12 @@ class _Import:
                 continue
             key = (row.data["subtask"], row.data["external_id"])
             if key in self.keys:
-                message = f"{key[0]}/{key[1]} already appears on line {self.keys[key]}"
+                filename, line = self.keys[key]
+                where = "" if filename == self.report.filename else f"{filename} "
+                message = f"{key[0]}/{key[1]} already appears on {where}line {line}"
                 self.report.add_error(RowError(row.line, "external_id", message))
                 continue
-            self.keys[key] = row.line
+            self.keys[key] = (self.report.filename, row.line)
             existing = current.get(key)
             if existing is None:
                 creates.append(row)
@@ -343,13 +398,20 @@ class _Import:
 
     def _unkeyed(self, row: Row, known: dict, creates: list) -> None:
         digest = row.encoded.content_hash
-        first = known.get(digest) or self.hashes.get(digest)
+        first = known.get(digest) or self._where(self.hashes.get(digest))
         if first:
             self.report.duplicates += 1
             self.report.duplicate_lines.append({"line": row.line, "duplicate_of": first})
         else:
-            self.hashes[digest] = f"line {row.line}"
+            self.hashes[digest] = (self.report.filename, row.line)
             creates.append(row)
+
+    def _where(self, place: tuple | None) -> str:
+        """ "line n" of this file, "FILE line n" of an earlier one of the upload."""
+        if place is None:
+            return ""
+        filename, line = place
+        return f"line {line}" if filename == self.report.filename else f"{filename} line {line}"
 
     def _known_hashes(self, unkeyed: list[Row]) -> dict:
         """Content hash -> "existing scenario #pk" for the rows' hashes in the bank as it was

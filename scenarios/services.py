@@ -6,7 +6,9 @@ import json
 
 from django.db import transaction
 from django.db.models import Max
+from django.utils.translation import gettext_lazy
 
+from h2htalk.roles import ADMIN, has_role
 from scenarios.models import ReviewComment, Revision, Scenario
 
 # Fields that define what a scenario asks of a companion: equal content means a duplicate.
@@ -45,6 +47,9 @@ class TransitionError(ValueError):
     pass
 
 
+SKIP_REVIEW = "approve_skipping_review"
+
+
 # action -> (states it may start from, state it leads to, comment kind)
 TRANSITIONS = {
     "submit": ((Scenario.State.DRAFT,), Scenario.State.IN_REVIEW, None),
@@ -60,18 +65,58 @@ TRANSITIONS = {
         None,
     ),
     "reopen": ((Scenario.State.RETIRED,), Scenario.State.DRAFT, None),
+    # An admin's shortcut for a bank imported as drafts: each revision records the skip.
+    SKIP_REVIEW: (
+        (Scenario.State.DRAFT, Scenario.State.IN_REVIEW),
+        Scenario.State.APPROVED,
+        ReviewComment.Kind.APPROVE,
+    ),
 }
+ADMIN_ACTIONS = frozenset({SKIP_REVIEW})
 ACTION_LABELS = {
-    "submit": "Submit for review",
-    "approve": "Approve",
-    "request_changes": "Request changes",
-    "retire": "Retire",
-    "reopen": "Reopen as draft",
+    "submit": gettext_lazy("Submit for review"),
+    "approve": gettext_lazy("Approve"),
+    "request_changes": gettext_lazy("Request changes"),
+    "retire": gettext_lazy("Retire"),
+    "reopen": gettext_lazy("Reopen as draft"),
+    SKIP_REVIEW: gettext_lazy("Approve, skipping review (admin)"),
 }
+# What each action does and to which states it applies: the bulk bar's explanation.
+ACTION_HELP = {
+    "submit": gettext_lazy("drafts go to review; a reviewer then approves them."),
+    "approve": gettext_lazy(
+        "scenarios in review become approved: only approved scenarios are rated. Drafts must "
+        "be submitted for review first."
+    ),
+    "request_changes": gettext_lazy(
+        "scenarios in review or approved go back to draft, with your comment."
+    ),
+    "retire": gettext_lazy("drafts, scenarios in review and approved ones leave the bank."),
+    "reopen": gettext_lazy("retired scenarios become drafts again."),
+    SKIP_REVIEW: gettext_lazy(
+        "drafts and scenarios in review become approved at once; each revision records that "
+        "the review was skipped, and by whom."
+    ),
+}
+SKIP_REVIEW_NOTE = "approved with the review skipped (admin)"
 
 
-def allowed_actions(scenario: Scenario) -> list[str]:
-    return [name for name, (sources, _, _) in TRANSITIONS.items() if scenario.state in sources]
+def actions_for(user) -> dict:
+    """The actions `user` may apply, with their labels (admins also skip review)."""
+    admin = has_role(user, ADMIN)
+    return {
+        name: label for name, label in ACTION_LABELS.items() if admin or name not in ADMIN_ACTIONS
+    }
+
+
+def allowed_actions(scenario: Scenario, user=None) -> list[str]:
+    """The actions that apply to the scenario's state (admin ones only for an admin)."""
+    mine = actions_for(user) if user is not None else ACTION_LABELS.keys() - ADMIN_ACTIONS
+    return [
+        name
+        for name, (sources, _, _) in TRANSITIONS.items()
+        if scenario.state in sources and name in mine
+    ]
 
 
 def _persona_name(scenario: Scenario) -> str:
@@ -250,20 +295,25 @@ def update_scenario(scenario: Scenario, author, before: dict, tags: list[str] | 
 def transition(scenario: Scenario, author, action: str, comment: str = "") -> Scenario:
     if action not in TRANSITIONS:
         raise TransitionError(f"unknown action {action!r}")
+    if action in ADMIN_ACTIONS and not has_role(author, ADMIN):
+        raise TransitionError("only an admin may approve with the review skipped")
     sources, target, comment_kind = TRANSITIONS[action]
     scenario = Scenario.objects.select_for_update().get(pk=scenario.pk)
     if scenario.state not in sources:
         raise TransitionError(
-            f"cannot {ACTION_LABELS[action].lower()} a scenario that is {scenario.state}"
+            f"cannot {str(ACTION_LABELS[action]).lower()} a scenario that is {scenario.state}"
         )
     if action == "request_changes" and not comment.strip():
         raise TransitionError("say what should change: a comment is required")
     before = snapshot(scenario)
     scenario.state = target
-    if action in ("approve", "request_changes"):
+    if action in ("approve", "request_changes", SKIP_REVIEW):
         scenario.reviewer = author
     scenario.save(update_fields=["state", "reviewer", "updated_at"])
-    record_revision(scenario, author, Revision.Action.STATE, before, note=f"{action}: {comment}")
+    note = f"{action}: {comment}"
+    if action == SKIP_REVIEW:
+        note = f"{SKIP_REVIEW_NOTE} by {author.get_username()}, from {before['state']}: {comment}"
+    record_revision(scenario, author, Revision.Action.STATE, before, note=note)
     if comment_kind or comment.strip():
         ReviewComment.objects.create(
             scenario=scenario,
@@ -275,15 +325,26 @@ def transition(scenario: Scenario, author, action: str, comment: str = "") -> Sc
 
 
 def bulk_transition(scenario_ids, author, action: str, comment: str = "") -> dict:
-    """Apply one action to many scenarios; those it does not apply to are counted, not failed."""
-    changed, skipped = 0, 0
-    for scenario in Scenario.objects.filter(pk__in=list(scenario_ids)).only("pk"):
+    """Apply one action to many scenarios; those it does not apply to are counted, not failed.
+
+    Returns `changed`, `skipped` and `skipped_states` ({state: how many were skipped in it},
+    so the page can say why nothing changed)."""
+    sources = TRANSITIONS[action][0]
+    changed, skipped_states = 0, {}
+    rows = Scenario.objects.filter(pk__in=list(scenario_ids)).only("pk", "state").order_by("pk")
+    for scenario in rows:
+        if scenario.state not in sources:
+            skipped_states[scenario.state] = skipped_states.get(scenario.state, 0) + 1
+            continue
         try:
             transition(scenario, author, action, comment)
             changed += 1
         except TransitionError:
-            skipped += 1
-    return {"changed": changed, "skipped": skipped}
+            current = Scenario.objects.filter(pk=scenario.pk).values_list("state", flat=True)
+            state = current.first() or scenario.state
+            skipped_states[state] = skipped_states.get(state, 0) + 1
+    skipped = sum(skipped_states.values())
+    return {"changed": changed, "skipped": skipped, "skipped_states": skipped_states}
 
 
 def add_comment(scenario: Scenario, author, body: str) -> ReviewComment:

@@ -4,7 +4,7 @@ from celery import shared_task
 from django.core.files.storage import default_storage
 from django.db import transaction
 
-from h2htalk import jobs, runner
+from h2htalk import jobs, runner, uploads
 from h2htalk.models import State
 from scenarios.companions import generation
 from scenarios.companions.imports import (
@@ -13,44 +13,56 @@ from scenarios.companions.imports import (
     count_input_lines,
     write_responses,
 )
-from scenarios.importers import ImportFailed, count_lines, run_import
+from scenarios.import_files import UploadFailed, import_upload, refused_upload
 from scenarios.models import GenerationRun
 
 
 @shared_task(**jobs.time_limits())
 def run_scenario_import(job_id: int) -> None:
-    """Preview (dry run) or write one uploaded file; the Job row carries the report."""
+    """Preview (dry run) or write one upload (a file, several files or a zip of them); the Job
+    row carries the report (scenarios.import_files)."""
     job = jobs.start(job_id)
     params = job.params
     dry_run = params["dry_run"]
     step = "checking rows" if dry_run else "writing"
     try:
         with default_storage.open(params["path"], "rb") as stream:
-            lines = count_lines(stream)
-            report = run_import(
+            report = import_upload(
                 stream,
-                params["filename"],
+                _stored_name(params),
                 job.created_by,
                 dry_run=dry_run,
                 fmt=params.get("format", "auto"),
                 default_subtask=params.get("default_subtask", ""),
                 initial_state=params.get("initial_state", "draft"),
-                progress=lambda n: jobs.report_progress(job_id, n, lines, step),
+                progress=lambda n, total: jobs.report_progress(job_id, n, total, step),
             )
-    except ImportFailed as failed:
+    except UploadFailed as failed:
         report = failed.report
+    except uploads.ArchiveRefused as refused:
+        report = refused_upload(params["filename"], str(refused))
     except Exception as error:
         jobs.finish(job_id, State.FAILED, jobs.failure_message(error))
         raise
-    if not report.ok:
+    report["filename"] = params["filename"]
+    files = len(report["files"])
+    rows = f"{report['rows']} rows" + (f" in {files} files" if files > 1 else "")
+    if report["error_count"]:
         state = State.FAILED
-        message = f"{report.error_count} error(s) in {report.rows} rows: nothing was written"
+        message = f"{report['error_count']} error(s) in {rows}: nothing was written"
     elif dry_run:
-        state, message = State.COMPLETED, f"{report.rows} rows checked, ready to import"
+        state, message = State.COMPLETED, f"{rows} checked, ready to import"
     else:
         state = State.COMPLETED
-        message = f"{report.created} created, {report.updated} updated from {report.rows} rows"
-    jobs.finish(job_id, state, message, report.as_dict())
+        message = f"{report['created']} created, {report['updated']} updated from {rows}"
+    jobs.finish(job_id, state, message, report)
+
+
+def _stored_name(params: dict) -> str:
+    """The name the upload is read under: several files were stored as one zip."""
+    if params.get("files"):
+        return "upload.zip"
+    return params["filename"]
 
 
 @shared_task

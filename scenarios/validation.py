@@ -169,12 +169,19 @@ def clean_tags(value) -> list[str]:
     return tags
 
 
+def json_error_text(error: json.JSONDecodeError) -> str:
+    """Python's message with its place: "Unterminated string starting at column 14", not
+    "… starting at at column 14" (some of its messages end in "at")."""
+    joint = " column" if error.msg.endswith(" at") else " at column"
+    return f"{error.msg}{joint} {error.colno}"
+
+
 def json_object(text: str) -> "dict | FieldError":
     """One JSONL line as an object, or the FieldError (field "(json)") that says what is wrong."""
     try:
         value = json.loads(text)
     except json.JSONDecodeError as error:
-        return FieldError("(json)", f"malformed JSON: {error.msg} at column {error.colno}")
+        return FieldError("(json)", f"malformed JSON: {json_error_text(error)}")
     except RecursionError:
         return FieldError("(json)", "malformed JSON: nested too deeply")
     except ValueError:  # an integer of more digits than Python converts

@@ -3,12 +3,13 @@ from django.core.paginator import Paginator
 from django.http import QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from h2htalk import csvexport, jobs, uploads
 from h2htalk.params import int_list, int_param
 from h2htalk.roles import RESEARCHER, role_required
-from scenarios import services
+from scenarios import bulk_review, services
 from scenarios.exporters import EXPORTERS
 from scenarios.filters import ScenarioFilter
 from scenarios.forms import ImportForm, PersonaForm, ReviewForm, ScenarioForm
@@ -35,7 +36,8 @@ def scenario_list(request):
         "filter": filterset,
         "page": page,
         "query": query.urlencode(),
-        "bulk_actions": services.ACTION_LABELS,
+        "bulk_actions": services.actions_for(request.user),
+        "bulk_help": bulk_review.help_rows(request.user),
     }
     partial = request.htmx and request.htmx.target == "results"
     template = "scenarios/_table.html" if partial else "scenarios/list.html"
@@ -45,7 +47,10 @@ def scenario_list(request):
 @role_required(RESEARCHER)
 def scenario_detail(request, pk):
     scenario = get_object_or_404(Scenario.objects.select_related("persona", "reviewer"), pk=pk)
-    actions = {name: services.ACTION_LABELS[name] for name in services.allowed_actions(scenario)}
+    actions = {
+        name: services.ACTION_LABELS[name]
+        for name in services.allowed_actions(scenario, request.user)
+    }
     return render(
         request,
         "scenarios/detail.html",
@@ -114,25 +119,27 @@ def scenario_review(request, pk):
 @role_required(RESEARCHER)
 def scenario_bulk(request):
     action = request.POST.get("action", "")
-    if action not in services.TRANSITIONS:
-        messages.error(request, "Choose an action.")
-        return redirect("scenarios:list")
     query = request.POST.get("query", "")
+    back = f"{reverse('scenarios:list')}?{query}"
+    if action not in services.actions_for(request.user):
+        messages.error(request, _("Choose an action."))
+        return redirect(back)
+    comment = request.POST.get("comment", "")
+    if action == "request_changes" and not comment.strip():
+        messages.error(request, _("Request changes needs a comment: say what should change."))
+        return redirect(back)
     if request.POST.get("scope") == "all":
         filterset = ScenarioFilter(QueryDict(query), queryset=Scenario.objects.all())
         if not filterset.is_valid():  # an invalid filter would be dropped: everything matches
-            messages.error(request, "The filter is not valid; nothing was changed.")
-            return redirect(f"{reverse('scenarios:list')}?{query}")
+            messages.error(request, _("The filter is not valid; nothing was changed."))
+            return redirect(back)
         ids = filterset.qs.values_list("pk", flat=True)
     else:
         ids = int_list(request.POST, "ids")
-    counts = services.bulk_transition(ids, request.user, action, request.POST.get("comment", ""))
-    messages.success(
-        request,
-        f"{services.ACTION_LABELS[action]}: {counts['changed']} changed, "
-        f"{counts['skipped']} skipped (not in a state this action applies to).",
-    )
-    return redirect(f"{reverse('scenarios:list')}?{query}")
+    counts = services.bulk_transition(ids, request.user, action, comment)
+    for level, text in bulk_review.outcome(action, counts, request.user):
+        messages.add_message(request, level, text)
+    return redirect(back)
 
 
 @role_required(RESEARCHER)

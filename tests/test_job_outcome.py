@@ -2,6 +2,7 @@
 preview with N errors where nothing was imported, never "Failed"; a job that broke is."""
 
 import pytest
+from django.utils import translation
 
 from h2htalk import jobs
 from h2htalk.models import Job
@@ -46,9 +47,12 @@ def test_a_job_that_broke_or_runs_is_named_by_its_state():
     broken = job(rows=None)  # a crash leaves no report
     broken.result = {}
     broken.save()
-    said = jobs.outcome(broken)
+    with translation.override("en"):
+        said = jobs.outcome(broken)
     assert (said["badge"], said["tone"]) == ("Failed", "failed")
-    assert said["heading"] == f"Job #{broken.pk} · scenario_import"
+    assert said["heading"] == f"Scenario import · #{broken.pk}"  # never the code (issue 23)
+    with translation.override("zh-hans"):
+        assert jobs.outcome(broken)["heading"] == f"场景导入 · #{broken.pk}"
     running = job(state=Job.State.RUNNING, rows=3, error_count=1)
     assert jobs.outcome(running)["badge"] == "Running"
     build = job("campaign_build", Job.State.COMPLETED, rows=3)

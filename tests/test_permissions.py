@@ -19,7 +19,17 @@ from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 
 from annotation import queue
-from annotation.models import AnnotatorExclusion, Assignment, Campaign, Judgment
+from annotation.models import (
+    AnnotatorExclusion,
+    Assignment,
+    Campaign,
+    Judgment,
+    PracticeAnswer,
+    PracticeAttempt,
+    PracticeItem,
+    QualificationRule,
+    QualificationStatus,
+)
 from h2htalk.models import Job
 from h2htalk.roles import ensure_role_groups
 from scenarios.models import CompanionModel, GenerationRun, Response, Scenario
@@ -118,7 +128,9 @@ EXPECTED = {
     # Campaigns (researchers who own or are members of them; admins all).
     "campaigns:list": RESEARCH,
     "campaigns:create": RESEARCH,
+    "campaigns:set_count": RESEARCH,
     "campaigns:detail": RESEARCH,
+    "campaigns:build_status": RESEARCH,
     "campaigns:edit": RESEARCH,
     "campaigns:state": RESEARCH,
     "campaigns:rebuild": RESEARCH,
@@ -142,6 +154,24 @@ EXPECTED = {
     "campaign-agreement-exclusions": RESEARCH,
     "campaign-plan": RESEARCH,
     "campaign-plan-status": RESEARCH,
+    # Qualification: rule, practice items, phases (researchers of the campaign).
+    "campaigns:qualification": RESEARCH,
+    "campaigns:practice_add": RESEARCH,
+    "campaigns:practice_import": RESEARCH,
+    "campaigns:practice_delete": RESEARCH,
+    "qualification": RESEARCH,
+    "qualification-items": RESEARCH,
+    "qualification-import": RESEARCH,
+    "qualification-item": RESEARCH,
+    "qualification-annotators": RESEARCH,
+    # Practice (annotators of the campaign).
+    "annotation:qualify": RATING,
+    "annotation:practice_retry": RATING,
+    "annotation:practice_feedback": RATING,
+    "annotation:practice_answer": RATING,
+    "practice-next": RATING,
+    "practice-retry": RATING,
+    "practice-answer": RATING,
     # Blind rating, pages and API (annotators of the campaign).
     "annotation:rate": RATING,
     "annotation:submit": RATING,
@@ -194,6 +224,10 @@ EXPECTED = {
     "releases:detail": RESEARCH,
     "releases:export": RESEARCH,
     "releases:compute": RESEARCH,
+    "hfexport:campaign": RESEARCH,
+    "hfexport:release": RESEARCH,
+    "campaign-hf-dataset": RESEARCH,
+    "release-hf-dataset": RESEARCH,
     "release-list": RESEARCH,
     "release-detail": RESEARCH,
     "release-compute": RESEARCH,
@@ -228,6 +262,15 @@ POST_ONLY = {
     "rate-campaign-next",
     "rate-assignment-submit",
     "rate-assignment-skip",
+    "campaigns:practice_add",
+    "campaigns:practice_import",
+    "campaigns:practice_delete",
+    "qualification-import",
+    "annotation:practice_retry",
+    "annotation:practice_answer",
+    "practice-next",
+    "practice-retry",
+    "practice-answer",
     "judges:run_cancel",
     "judges:run_resume",
     "judges:import_confirm",
@@ -242,6 +285,12 @@ POST_ONLY = {
 }
 # Views whose answer to an allowed role is a redirect (to that role's landing page).
 REDIRECTS = {"home", "releases:export"}  # the world's release is not computed: back to it
+# The world's campaign needs no qualification: its practice page sends to rating, and an
+# unanswered practice item's feedback page to the practice.
+REDIRECTS |= {"annotation:qualify", "annotation:practice_feedback"}
+# The world's release is not frozen: its dataset page goes back to it, the API answers 409.
+REDIRECTS |= {"hfexport:release"}
+CONFLICTS = {"release-hf-dataset"}
 # Which object a `pk` URL parameter refers to (default: the scenario).
 PK_OBJECT = {
     "user-detail": "target",
@@ -262,6 +311,7 @@ PK_OBJECT = {
     "run-cancel": "active_run",
     "response-detail": "response",
     "campaigns:detail": "campaign",
+    "campaigns:build_status": "campaign",
     "campaigns:edit": "campaign",
     "campaigns:state": "campaign",
     "campaigns:rebuild": "campaign",
@@ -295,6 +345,9 @@ PK_OBJECT = {
     "calibration-judge-score": "calibrated_judge",
     "releases:detail": "release",
     "releases:export": "release",
+    "hfexport:campaign": "campaign",
+    "hfexport:release": "release",
+    "release-hf-dataset": "release",
     "releases:compute": "release",
     "release-detail": "release",
     "release-compute": "release",
@@ -357,6 +410,55 @@ class World:
         """An open item of the logged-in rater (others are refused before the key matters)."""
         user = self.users[role if role in (ANNOTATOR, ADMIN) else ANNOTATOR]
         return str(queue.next_assignment(user, self.campaign).key)
+
+    def rater(self, role):
+        return self.users[role if role in (ANNOTATOR, ADMIN) else ANNOTATOR]
+
+    def practice_item(self, practice_set="qualification") -> PracticeItem:
+        """A practice item of the campaign (its first comparison, known answer 1)."""
+        comparison = self.campaign.comparisons.order_by("pk").first()
+        item, _ = PracticeItem.objects.get_or_create(
+            campaign=self.campaign,
+            practice_set=practice_set,
+            response_a=comparison.response_a,
+            response_b=comparison.response_b,
+            defaults={"scenario": comparison.scenario, "known_preference": 1, "explanation": "x"},
+        )
+        return item
+
+    def practice_key(self, role) -> str:
+        """An unanswered practice item of the logged-in rater."""
+        attempt = PracticeAttempt.objects.create(
+            campaign=self.campaign,
+            annotator=self.rater(role),
+            practice_set="qualification",
+            number=1,
+            total=1,
+        )
+        answer = PracticeAnswer.objects.create(
+            attempt=attempt, item=self.practice_item(), order=1, left_is_a=True
+        )
+        return str(answer.key)
+
+    def requiring_qualification(self, failed: bool = False) -> dict:
+        """The campaign requires qualification and has an item; `failed`: both raters failed
+        a first attempt and may retry (probe set-up: the POST itself sends nothing)."""
+        Campaign.objects.filter(pk=self.campaign.pk).update(requires_qualification=True)
+        QualificationRule.objects.get_or_create(campaign_id=self.campaign.pk, attempts=2)
+        self.practice_item()
+        for role in (ANNOTATOR, ADMIN) if failed else ():
+            user = self.rater(role)
+            QualificationStatus.objects.get_or_create(
+                campaign=self.campaign, annotator=user, defaults={"since": self.campaign.created_at}
+            )
+            PracticeAttempt.objects.get_or_create(
+                campaign=self.campaign,
+                annotator=user,
+                practice_set="qualification",
+                number=1,
+                defaults={"total": 1, "passed": False, "finished_at": self.campaign.created_at},
+            )
+        return {}
 
 
 _FITTED: dict = {}
@@ -526,6 +628,10 @@ def urls_for(name, world, role=ANNOTATOR) -> list[str]:
                 kwargs[param] = world.campaign.pk
             elif param == "key":
                 kwargs[param] = world.assignment_key(role)
+            elif param == "practice_key":
+                kwargs[param] = world.practice_key(role)
+            elif param in ("item", "item_id"):
+                kwargs[param] = world.practice_item().pk
             elif param == "fmt":
                 kwargs[param] = "json"  # a format every such URL accepts
             else:
@@ -584,6 +690,38 @@ def _judge_state(run):
 
 def _campaign_state(world):
     return Campaign.objects.get(pk=world.campaign.pk).state
+
+
+def _practice_state(world):
+    return PracticeAnswer.objects.filter(answered_at__isnull=False).count()
+
+
+def _with_practice_item(world):
+    """The practice items, the world's one made before the first count (the URL names it)."""
+    if not getattr(world, "practice_item_made", False):
+        world.practice_item()
+        world.practice_item_made = True
+    return PracticeItem.objects.count()
+
+
+def _retries(world):
+    return PracticeAttempt.objects.filter(number__gte=2).count()
+
+
+def _new_practice_item(world) -> dict:
+    """A refresher item from the campaign's last comparison (not the world's practice item)."""
+    comparison = world.campaign.comparisons.order_by("pk").last()
+    return {
+        "practice_set": "refresher",
+        "comparison": comparison.pk,
+        "known_preference": "1",
+        "explanation": "probe",
+    }
+
+
+def _practice_file(world) -> dict:
+    line = json.dumps(_new_practice_item(world) | {"known_preference": 1}).encode()
+    return {"file": SimpleUploadedFile("practice.jsonl", line)}
 
 
 def _rating_state(world):
@@ -651,6 +789,25 @@ PROBES = {
     "rate-campaign-next": Probe(data=lambda w: {}, state=_rating_state),
     "rate-assignment-submit": Probe(data=lambda w: {"preference": 0}, state=_rating_state),
     "rate-assignment-skip": Probe(data=lambda w: {"reason": "other"}, state=_rating_state),
+    "campaigns:practice_add": Probe(
+        data=lambda w: _new_practice_item(w), state=lambda w: PracticeItem.objects.count()
+    ),
+    "campaigns:practice_import": Probe(
+        data=lambda w: _practice_file(w), state=lambda w: PracticeItem.objects.count()
+    ),
+    "qualification-import": Probe(
+        data=lambda w: _practice_file(w), state=lambda w: PracticeItem.objects.count()
+    ),
+    "campaigns:practice_delete": Probe(data=lambda w: {}, state=_with_practice_item),
+    "annotation:practice_answer": Probe(data=lambda w: {"preference": "0"}, state=_practice_state),
+    "practice-answer": Probe(data=lambda w: {"preference": "0"}, state=_practice_state),
+    "practice-next": Probe(
+        data=lambda w: w.requiring_qualification(), state=lambda w: PracticeAttempt.objects.count()
+    ),
+    "annotation:practice_retry": Probe(
+        data=lambda w: w.requiring_qualification(failed=True), state=_retries
+    ),
+    "practice-retry": Probe(data=lambda w: w.requiring_qualification(failed=True), state=_retries),
     "judges:run_cancel": Probe(data=lambda w: {}, state=lambda w: _judge_state(w.active_judge_run)),
     "judge-run-cancel": Probe(data=lambda w: {}, state=lambda w: _judge_state(w.active_judge_run)),
     "judges:run_resume": Probe(data=lambda w: {}, state=lambda w: _judge_state(w.judge_run)),
@@ -715,6 +872,8 @@ def test_access(name, role, world, client):
                 expected = 405
             elif name in REDIRECTS:
                 expected = 302
+            elif name in CONFLICTS:
+                expected = 409
             else:
                 expected = 200
             assert response.status_code == expected, (role, url, response.status_code)

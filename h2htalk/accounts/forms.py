@@ -1,4 +1,5 @@
 from django import forms
+from django.contrib.auth.forms import SetPasswordForm
 
 from h2htalk import uploads
 
@@ -15,3 +16,14 @@ class UsersFileForm(forms.Form):
         if problem := uploads.size_error(upload):
             raise forms.ValidationError(problem)
         return upload
+
+
+class NewPasswordForm(SetPasswordForm):
+    """Django's set-password form with the password rules' errors under the password itself
+    (Django puts them under the repeat field); a mismatch stays under the repeat field."""
+
+    def clean(self):
+        self.validate_passwords("new_password1", "new_password2")
+        if not self.has_error("new_password2"):
+            self.validate_password_for_user(self.user, "new_password1")
+        return forms.Form.clean(self)

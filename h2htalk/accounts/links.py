@@ -53,3 +53,11 @@ def password_link(user, base_url: str, rotate: bool = True) -> str:
 def expiry():
     """When a link made now stops working."""
     return timezone.now() + timedelta(seconds=settings.PASSWORD_RESET_TIMEOUT)
+
+
+def fresh_link(user, base_url: str) -> str:
+    """A new link for any active user (an admin's "New set-password link" on /manage/): every
+    earlier link and the password they had stop working, until they set one with it."""
+    user.set_unusable_password()
+    user.save(update_fields=["password"])
+    return password_link(user, base_url, rotate=False)

@@ -13,7 +13,7 @@ from django.views.decorators.http import require_POST
 from h2htalk.roles import ADMIN, ROLES, role_required
 
 from . import links, onboarding, users
-from .forms import UsersFileForm
+from .forms import NewPasswordForm, UsersFileForm
 
 
 def _manage_page(request, form=None, errors=(), status=200):
@@ -66,6 +66,21 @@ def revoke_links(request, user_id):
 
 @require_POST
 @role_required(ADMIN)
+@never_cache  # the link is shown once and kept nowhere
+def new_link(request, user_id):
+    """A fresh one-time link for the user (an active one): every earlier link of theirs, and
+    the password they have, stop working (`links.password_link` rotates)."""
+    user = get_object_or_404(get_user_model(), pk=user_id, is_active=True)
+    context = {
+        "person": user,
+        "link": links.fresh_link(user, request.build_absolute_uri("/")),
+        "expiry": links.expiry(),
+    }
+    return render(request, "accounts/new_link.html", context)
+
+
+@require_POST
+@role_required(ADMIN)
 @never_cache  # the links are shown once and kept nowhere
 def create_users(request):
     form = UsersFileForm(request.POST, request.FILES)
@@ -91,6 +106,7 @@ class SetPasswordView(PasswordResetConfirmView):
     session, the password validators) in the site's layout; deactivated users are refused."""
 
     template_name = "accounts/set_password.html"
+    form_class = NewPasswordForm
     success_url = reverse_lazy("login")
 
     def get_user(self, uidb64):

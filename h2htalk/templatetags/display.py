@@ -45,3 +45,21 @@ def meanings(*keys, caption=MEANINGS_CAPTION):
 def meaning(key):
     """The one-line meaning of statistic `key`, inline (for a figure shown in a sentence)."""
     return format_html('<span class="muted" data-meaning="{}">{}</span>', key, MEANINGS[key][1])
+
+
+@register.inclusion_tag("_pagination.html")
+def pagination(page, query="", target=""):
+    """Page links for a Django `Page`: first, previous, numbers around the current one (with
+    gaps: Paginator.ELLIPSIS), next, last. `query`: the filters, urlencoded, kept on every
+    link; `target`: an htmx target the links load into (the page itself without one)."""
+    numbers = []
+    if page.paginator.num_pages > 1:
+        numbers = list(page.paginator.get_elided_page_range(page.number, on_each_side=2))
+    prefix = f"?{query}&page=" if query else "?page="
+    return {
+        "page": page,
+        "numbers": numbers,
+        "prefix": prefix,
+        "target": target,
+        "gap": page.paginator.ELLIPSIS,
+    }

@@ -5,7 +5,7 @@ from django.http import QueryDict
 
 from h2htalk import endpoint_checks
 from h2htalk.formfields import ModelMultipleChoiceField
-from scenarios.filters import ScenarioFilter
+from scenarios.filters import ScenarioFilter, describe_errors
 from scenarios.models import CompanionModel, GenerationRun, Scenario
 
 # What a researcher sets on a companion (the edit page and the API).
@@ -87,7 +87,7 @@ class GenerationRunForm(forms.ModelForm):
             QueryDict(query or "state=approved"), queryset=Scenario.objects.all()
         )
         if not filterset.is_valid():
-            raise forms.ValidationError(f"Invalid filter: {filterset.errors.as_text()}")
+            raise forms.ValidationError(describe_errors(filterset))
         self.selected_scenarios = filterset.qs
         if not self.selected_scenarios.exists():
             raise forms.ValidationError("No scenario matches this filter.")

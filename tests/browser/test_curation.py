@@ -141,7 +141,7 @@ def test_bulk_submit_selected_rows(researcher_page, researcher):
     page.get_by_label("bulk action").select_option(label="Submit for review")
     page.get_by_role("button", name="Apply").click()
 
-    expect(page.locator(".messages")).to_contain_text("Submit for review: 2 changed, 0 skipped")
+    expect(page.locator(".messages")).to_contain_text("Submit for review: 2 scenarios changed.")
     states = dict(Scenario.objects.values_list("pk", "state"))
     assert states == {
         made[0].pk: "draft",
@@ -245,7 +245,7 @@ def test_import_preview_then_confirm(researcher_page):
     expect(page).to_have_url(re.compile(r"/jobs/\d+/$"))
     preview_url = page.url
     report = page.locator("section.report")
-    expect(report.get_by_role("heading")).to_have_text(
+    expect(report.locator("h2")).to_have_text(
         "Preview (nothing written yet): dialogue_emotion.jsonl"
     )
     expect(page.locator("#count-rows")).to_have_text("99")
@@ -257,7 +257,7 @@ def test_import_preview_then_confirm(researcher_page):
     expect(page).not_to_have_url(preview_url)
     expect(page).to_have_url(re.compile(r"/jobs/\d+/$"))
     expect(page.locator("#job-progress .state")).to_have_text("Imported")
-    expect(report.get_by_role("heading")).to_have_text("Imported: dialogue_emotion.jsonl")
+    expect(report.locator("h2")).to_have_text("Imported: dialogue_emotion.jsonl")
     expect(page.locator("#count-created")).to_have_text("99")
     expect(page.locator("#confirm-import")).to_have_count(0)
     assert Scenario.objects.filter(subtask="dialogue_emotion").count() == 99

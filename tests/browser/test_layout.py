@@ -249,14 +249,15 @@ def test_no_page_scrolls_sideways_on_a_phone(page, log_in, demo, role):
     assert problems == []
 
 
-def test_the_scenario_filters_stack_above_the_table_on_a_phone(page, log_in, demo):
+def test_the_scenario_filters_stack_below_the_table_on_a_phone(page, log_in, demo):
+    """Issue 23 point 5: on a phone the list comes first, its filters after it."""
     users, _ = demo
     page.set_viewport_size(PHONE)
     log_in(users["researcher"])
     page.goto(reverse("scenarios:list"))
     filters, table = page.locator(".filters").bounding_box(), page.locator("table.grid")
     rows = table.bounding_box()
-    assert filters["y"] + filters["height"] <= rows["y"], (filters, rows)
+    assert rows["y"] + rows["height"] <= filters["y"], (filters, rows)
     assert rows["width"] <= PHONE["width"] and filters["width"] <= PHONE["width"]
     assert table.evaluate("(el) => el.scrollWidth > el.clientWidth"), (
         "the table did not need to scroll"

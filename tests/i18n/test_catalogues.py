@@ -29,12 +29,14 @@ ANNOTATOR_SOURCES = (
     "annotation/forms.py",
     "annotation/queue.py",
     "annotation/access.py",
+    "annotation/qualification/",
     "h2htalk/auth.py",
     "h2htalk/errors.py",
     "h2htalk/middleware.py",
     "h2htalk/roles.py",
     "h2htalk/accounts/views.py",
     "static/js/rate.js",
+    "static/js/practice.js",
 )
 
 

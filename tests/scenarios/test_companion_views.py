@@ -141,7 +141,9 @@ def test_run_form_rejects_an_empty_or_invalid_filter(researcher_client, companio
     response = researcher_client.post(
         url, {"name": "r", "scenario_query": "language=xx", "companions": [companions[0].pk]}
     )
-    assert "Invalid filter" in str(response.context["form"].errors["scenario_query"])
+    assert "scenario filter cannot be used" in str(
+        response.context["form"].errors["scenario_query"]
+    )
     response = researcher_client.post(
         url, {"name": "r", "scenario_query": "q=nothing-matches", "companions": [companions[0].pk]}
     )

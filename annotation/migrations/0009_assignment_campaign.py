@@ -21,7 +21,7 @@ def backfill(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("annotation", "0007_judgment_reasons_confidence"),
+        ("annotation", "0008_qualification"),
     ]
 
     operations = [
