@@ -18,10 +18,9 @@ from annotation.rating_reads import assignment_statement, campaign_statement, ra
 from tests.annotation import factories
 from tests.annotation.test_queue_guarantees import recounted
 from tests.annotation.test_rating_api import next_url, submit_url, token_client
+from tests.annotation.test_rating_queries import NEXT, SUBMIT  # the budgets without history
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-NEXT, SUBMIT = 6, 5  # as tests/annotation/test_rating_queries.py: whatever the history
 
 
 @pytest.fixture
