@@ -25,13 +25,13 @@ from drf_spectacular.utils import (
     extend_schema_field,
 )
 from rest_framework import mixins, serializers, status, viewsets
-from rest_framework.decorators import action
+from rest_framework.decorators import action, api_view, permission_classes
 from rest_framework.response import Response
 
 from h2htalk.api_summaries import summarised
 from h2htalk.roles import IsAnnotator
 
-from . import queue
+from . import care, queue
 from .access import rating_campaign_or_404, rating_campaigns
 from .blinding import blind_names, campaign_texts, item_payload
 from .markdown import render_markdown
@@ -108,6 +108,14 @@ class RatingCampaignSerializer(serializers.Serializer):
     asks_confidence = serializers.BooleanField(
         source="ask_confidence", help_text="Whether a submission may carry confidence 1–3."
     )
+    support_text = serializers.SerializerMethodField(
+        help_text="Helplines and contact (Markdown), to keep one click away while rating."
+    )
+    support_text_html = serializers.SerializerMethodField(help_text="The same, sanitised HTML.")
+    break_after_minutes = serializers.IntegerField(
+        allow_null=True,
+        help_text="Suggest a break after this many minutes of continuous rating (null: never).",
+    )
 
     def _texts(self, campaign) -> dict:
         cache = self.context.setdefault("campaign_texts", {})
@@ -127,6 +135,12 @@ class RatingCampaignSerializer(serializers.Serializer):
     def get_guidelines_html(self, campaign) -> str:
         return str(render_markdown(self.get_guidelines(campaign)))
 
+    def get_support_text(self, campaign) -> str:
+        return self._texts(campaign)["support"]
+
+    def get_support_text_html(self, campaign) -> str:
+        return str(render_markdown(self.get_support_text(campaign)))
+
     @extend_schema_field(RatingProgressSerializer)
     def get_progress(self, campaign) -> dict:
         return RatingProgressSerializer(_progress(self.context["request"].user, campaign)).data
@@ -142,7 +156,9 @@ class RatingCampaignSerializer(serializers.Serializer):
 
     @extend_schema_field(RatingSkipReasonSerializer(many=True))
     def get_skip_reasons(self, campaign) -> list:
-        return [{"reason": reason, "label": label} for reason, label in queue.SKIP_REASONS]
+        """The skip reasons; `rather_not` ("I'd rather not") only for items with a
+        content note, and never counted against the rater."""
+        return [{"reason": reason, "label": label} for reason, label in queue.ALL_SKIP_REASONS]
 
 
 class RatingPersonaSerializer(serializers.Serializer):
@@ -178,6 +194,12 @@ class RatingScenarioSerializer(serializers.Serializer):
     user_message = serializers.CharField(allow_blank=True)
 
 
+class RatingContentNoteSerializer(serializers.Serializer):
+    level = serializers.CharField(help_text="The risk level: low, medium or high.")
+    label = serializers.CharField(help_text="The risk level's name, in your language.")
+    text = serializers.CharField(help_text="The note, in your language.")
+
+
 class RatingItemSerializer(serializers.Serializer):
     key = serializers.UUIDField(
         help_text="The item's key: submit or skip with it (it is also the idempotency key)."
@@ -188,6 +210,11 @@ class RatingItemSerializer(serializers.Serializer):
     right = serializers.CharField(help_text="The response shown on the right.")
     lease_expires_at = serializers.DateTimeField(
         help_text="Answer before this; afterwards the item may go to someone else."
+    )
+    content_note = RatingContentNoteSerializer(
+        allow_null=True,
+        help_text="Set on an item of a risk level: show this before the item, and let the "
+        "rater continue or skip with reason `rather_not`. Null: no note.",
     )
     progress = RatingProgressSerializer()
 
@@ -330,7 +357,10 @@ class RatingSubmitSerializer(StrictSerializer):
 class RatingSkipSerializer(StrictSerializer):
     """Why you skip the item (one of the campaign's `skip_reasons`), with an optional note."""
 
-    reason = serializers.ChoiceField(choices=queue.SKIP_REASONS)
+    reason = serializers.ChoiceField(
+        choices=queue.ALL_SKIP_REASONS,
+        help_text="`rather_not`: “I'd rather not”, only on an item with a content note.",
+    )
     note = serializers.CharField(required=False, allow_blank=True, default="", max_length=300)
 
 
@@ -535,3 +565,48 @@ class RatingAssignmentViewSet(viewsets.GenericViewSet):
             return Response(store(assignment, body))
         except queue.QueueError as error:
             return _queue_error(error)
+
+
+# ---------------------------------------------------------------- the rater's content settings
+
+
+class RatingCareSerializer(StrictSerializer):
+    """The risk levels you opted out of, in every campaign (annotation.care)."""
+
+    opted_out = serializers.ListField(
+        child=serializers.ChoiceField(choices=list(care.RISK_LEVELS)),
+        max_length=len(care.RISK_LEVELS),
+        help_text="Risk levels (low, medium, high) whose items you are never handed.",
+    )
+
+
+class RatingCareAnswerSerializer(serializers.Serializer):
+    opted_out = serializers.ListField(child=serializers.CharField())
+    passed_on = serializers.IntegerField(
+        required=False, help_text="Open items of those levels you held, passed on to others."
+    )
+
+
+@extend_schema(
+    methods=["GET"],
+    summary="Your content settings (risk levels you opted out of)",
+    responses=RatingCareAnswerSerializer,
+)
+@extend_schema(
+    methods=["PUT"],
+    summary="Opt out of risk levels (or back in)",
+    request=RatingCareSerializer,
+    responses={200: RatingCareAnswerSerializer, 400: BAD_BODY},
+)
+@api_view(["GET", "PUT"])
+@permission_classes([IsAnnotator])
+@transaction.atomic
+def rating_care(request):
+    """The risk levels whose items you are never handed; PUT the whole list to change it (the
+    open items of those levels you hold go to others)."""
+    if request.method == "GET":
+        return Response({"opted_out": list(care.opted_out(request.user))})
+    body = RatingCareSerializer(data=request.data)
+    body.is_valid(raise_exception=True)
+    passed_on = care.set_opted_out(request.user, body.validated_data["opted_out"])
+    return Response({"opted_out": list(care.opted_out(request.user)), "passed_on": passed_on})

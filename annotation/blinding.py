@@ -17,6 +17,7 @@ from django.utils import translation
 
 from h2htalk.display import subtask_label
 
+from .care import content_note
 from .models import Assignment, Campaign
 
 HIDDEN_NAME = "[name hidden]"
@@ -162,6 +163,7 @@ def _load(assignment: Assignment) -> Assignment:
             "comparison__scenario__memory",
             "comparison__scenario__schedule",
             "comparison__scenario__user_message",
+            "comparison__scenario__risk_level",
             "comparison__scenario__persona__name",
             "comparison__scenario__persona__summary",
             "comparison__response_a__text",
@@ -175,6 +177,8 @@ def item_payload(assignment: Assignment, names: list[str]) -> dict:
     """The item as the annotator sees it, `names` (from `blind_names`) hidden in both texts.
 
     `subtask_label` is the subtask's display name for the page; the API leaves it out.
+    `content_note`: what the rater reads before an item of a risk level (`care.content_note`);
+    the level is a property of the scenario, the same whichever companions are compared.
     """
     assignment = _load(assignment)
     comparison = assignment.comparison
@@ -188,15 +192,19 @@ def item_payload(assignment: Assignment, names: list[str]) -> dict:
         "left": blind_text(left, names),
         "right": blind_text(right, names),
         "lease_expires_at": assignment.lease_expires_at,
+        "content_note": content_note(comparison.scenario.risk_level),
     }
 
 
 def campaign_texts(campaign: Campaign, names: list[str]) -> dict:
     """The campaign's researcher-written texts (guidelines as Markdown source, in the
     request's language when the campaign has them in it: `guidelines_language`; the labels of
-    its reason checklist), names hidden."""
+    its reason checklist; its support text, likewise per language), names hidden."""
     guidelines, language = campaign.guidelines_in(translation.get_language() or "")
+    support, support_language = campaign.support_text_in(translation.get_language() or "")
     return {
+        "support": blind_text(support, names),
+        "support_language": support_language,
         "name": blind_text(campaign.name, names),
         "description": blind_text(campaign.description, names),
         "guidelines": blind_text(guidelines, names),

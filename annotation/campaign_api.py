@@ -138,6 +138,31 @@ class GoldAnswerSerializer(serializers.Serializer):
     )
 
 
+class SeenSerializer(serializers.Serializer):
+    today = serializers.IntegerField(help_text="Handed out since local midnight.")
+    total = serializers.IntegerField()
+
+
+class ExposureLevelsSerializer(serializers.Serializer):
+    low = SeenSerializer()
+    medium = SeenSerializer()
+    high = SeenSerializer()
+
+
+class ExposureSerializer(serializers.Serializer):
+    """A rater's exposure to risk content in the campaign (annotation.care)."""
+
+    levels = ExposureLevelsSerializer(help_text="Risk items handed to them, by risk level.")
+    rather_not = serializers.IntegerField(help_text="Items passed on with “I'd rather not”.")
+
+
+class ShortOfRatersSerializer(serializers.Serializer):
+    level = serializers.CharField(help_text="low, medium or high")
+    comparisons = serializers.IntegerField(help_text="Comparisons that can no longer reach k.")
+    eligible = serializers.IntegerField(help_text="Raters of the pool not opted out of it.")
+    opted_out = serializers.IntegerField(help_text="Raters of the pool opted out of it.")
+
+
 class AnnotatorProgressSerializer(serializers.Serializer):
     """One row of the monitoring table (the same numbers as the campaign page; quality and
     flags are those of the agreement report)."""
@@ -173,8 +198,11 @@ class AnnotatorProgressSerializer(serializers.Serializer):
     flagged = serializers.BooleanField(help_text="The agreement report flags the annotator.")
     flag = serializers.CharField(help_text="Why (consensus, gold, position, fast); or empty.")
     note = serializers.CharField(help_text="Observations that are not reasons on their own.")
-    skips = serializers.IntegerField()
+    skips = serializers.IntegerField(help_text="Skips (not counting “I'd rather not”).")
     skip_reasons = serializers.DictField(child=serializers.IntegerField())
+    exposure = ExposureSerializer(
+        required=False, help_text="Risk items handed to the rater, and their “I'd rather not”."
+    )
 
 
 class MonitoringSerializer(serializers.Serializer):
@@ -193,6 +221,11 @@ class MonitoringSerializer(serializers.Serializer):
     pool = serializers.IntegerField(help_text="Annotators in the campaign's pool.")
     annotators = AnnotatorProgressSerializer(many=True, source="rows")
     overall = AnnotatorProgressSerializer(allow_null=True, help_text="Everyone at once.")
+    short_of_raters = ShortOfRatersSerializer(
+        many=True,
+        help_text="Risk levels whose comparisons opt-outs leave with fewer than k possible "
+        "raters (the campaign page warns).",
+    )
 
 
 class PeopleSerializer(serializers.Serializer):
@@ -246,6 +279,29 @@ class CampaignInputSerializer(StrictSerializer):
     )
     ask_confidence = serializers.BooleanField(
         required=False, help_text="Whether annotators may give confidence 1–3."
+    )
+    high_risk_daily_cap = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        help_text="High-risk items a rater is handed per day (0–1000); null: no cap.",
+    )
+    break_after_minutes = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        help_text="Suggest a break after this many minutes of continuous rating; null: never.",
+    )
+    support_text = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        trim_whitespace=False,
+        help_text="Markdown: helplines and contact, one click away on every rating page.",
+    )
+    support_text_zh_hans = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        trim_whitespace=False,
+        help_text="Markdown: the support text for raters reading Simplified Chinese "
+        "(empty: they see `support_text`).",
     )
     members = _names("Usernames of other researchers who manage the campaign.")
     annotators = _names("Usernames of annotators who rate in it.")

@@ -4,6 +4,7 @@ from django import forms
 from django.contrib.auth import get_user_model
 from django.db.models import QuerySet
 from django.http import QueryDict
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from h2htalk.formfields import ModelMultipleChoiceField
@@ -97,46 +98,61 @@ class CampaignForm(forms.ModelForm):
     companions = ModelMultipleChoiceField(
         queryset=CompanionModel.objects.order_by("name"),
         widget=forms.CheckboxSelectMultiple,
-        help_text="At least two: every comparison is two of them on one scenario.",
+        help_text=_("At least two: every comparison is two of them on one scenario."),
+        label=_("Companions"),
     )
     runs = ModelMultipleChoiceField(
-        label="Response runs",
+        label=_("Response runs"),
         queryset=GenerationRun.objects.order_by("-created_at"),
         widget=forms.CheckboxSelectMultiple,
-        help_text="Where the responses come from; with several, the newest run's answer wins.",
+        help_text=_("Where the responses come from; with several, the newest run's answer wins."),
     )
     pairing = forms.ChoiceField(
         choices=Campaign.Pairing.choices,
         widget=forms.RadioSelect,
         initial=Campaign.Pairing.ALL_PAIRS,
-        help_text="Adaptive ordering is not active yet: its comparisons are built like random "
-        "pairs.",
+        help_text=_(
+            "Adaptive ordering is not active yet: its comparisons are built like random pairs."
+        ),
+        label=_("Pairing"),
     )
     pairs_per_scenario = forms.IntegerField(
-        min_value=1, max_value=50, initial=1, help_text="For random and adaptive pairing."
+        min_value=1,
+        max_value=50,
+        initial=1,
+        help_text=_("For random and adaptive pairing."),
+        label=_("Pairs per scenario"),
     )
     overlap = forms.IntegerField(
-        label="Annotators per comparison (k)",
+        label=_("Annotators per comparison (k)"),
         min_value=1,
         max_value=10,
         initial=3,
-        help_text="Judgments each comparison gets (1–10).",
+        help_text=_("Judgments each comparison gets (1–10)."),
     )
     gold_share = forms.FloatField(
         min_value=0.0,
         max_value=0.5,
         initial=0.0,
-        help_text="Share of items an annotator sees that are gold (0–0.5). Mark gold items on "
-        "the campaign's gold page.",
+        help_text=_(
+            "Share of items an annotator sees that are gold (0–0.5). Mark gold items on "
+            "the campaign's gold page."
+        ),
+        label=_("Gold share"),
     )
     lease_minutes = forms.IntegerField(
         min_value=1,
         max_value=24 * 60,
         initial=15,
-        help_text="An unanswered item returns to the queue after this long.",
+        help_text=_("An unanswered item returns to the queue after this long."),
+        label=_("Lease minutes"),
     )
     seed = forms.IntegerField(
-        min_value=0, max_value=2**31 - 1, initial=0, help_text="Seed for pairing."
+        min_value=0,
+        max_value=2**31 - 1,
+        initial=0,
+        help_text=_("Seed for pairing."),
+        label=_("Seed"),
     )
     reason_choices = ReasonsField(
         label=_("Reasons"),
@@ -154,18 +170,36 @@ class CampaignForm(forms.ModelForm):
         required=False,
         help_text=_("Annotators may say how sure they are: 1 unsure, 2 fairly sure, 3 sure."),
     )
+    high_risk_daily_cap = forms.IntegerField(
+        label=_("High-risk items per rater per day"),
+        min_value=0,
+        max_value=1000,
+        required=False,
+        help_text=_("Empty: no cap. 0: raters are never handed high-risk items."),
+    )
+    break_after_minutes = forms.IntegerField(
+        label=_("Break prompt after (minutes)"),
+        min_value=1,
+        max_value=24 * 60,
+        required=False,
+        help_text=_(
+            "Empty: no prompt. After this many minutes of continuous rating the rating page "
+            "suggests a short break; the rater may go on."
+        ),
+    )
     members = ModelMultipleChoiceField(
         queryset=None,
         required=False,
         widget=forms.CheckboxSelectMultiple,
-        help_text="Other researchers who may see and manage this campaign.",
+        help_text=_("Other researchers who may see and manage this campaign."),
+        label=_("Members"),
     )
     annotators = ModelMultipleChoiceField(
-        label="Annotator pool",
+        label=_("Annotator pool"),
         queryset=None,
         required=False,
         widget=forms.CheckboxSelectMultiple,
-        help_text="Users with the annotator role who rate in this campaign.",
+        help_text=_("Users with the annotator role who rate in this campaign."),
     )
 
     class Meta:
@@ -186,6 +220,10 @@ class CampaignForm(forms.ModelForm):
             "seed",
             "reason_choices",
             "ask_confidence",
+            "high_risk_daily_cap",
+            "break_after_minutes",
+            "support_text",
+            "support_text_zh_hans",
             "members",
             "annotators",
         ]
@@ -195,6 +233,16 @@ class CampaignForm(forms.ModelForm):
             "guidelines_zh_hans": forms.Textarea(
                 attrs={"rows": 10, "class": "mono", "lang": "zh-hans"}
             ),
+            "support_text": forms.Textarea(attrs={"rows": 4, "class": "mono"}),
+            "support_text_zh_hans": forms.Textarea(
+                attrs={"rows": 4, "class": "mono", "lang": "zh-hans"}
+            ),
+        }
+        labels = {
+            "name": _("Name"),
+            "description": _("Description"),
+            "guidelines": _("Guidelines"),
+            "guidelines_zh_hans": _("Guidelines in Simplified Chinese"),
         }
 
     def __init__(self, *args, owner=None, **kwargs):
@@ -254,7 +302,7 @@ class CampaignForm(forms.ModelForm):
     def clean_companions(self):
         companions = self.cleaned_data["companions"]
         if len(companions) < 2:
-            raise forms.ValidationError("Choose at least two companions to compare.")
+            raise forms.ValidationError(gettext("Choose at least two companions to compare."))
         return companions
 
     def clean(self):
@@ -316,19 +364,26 @@ class GoldForm(forms.Form):
 
     ANSWERS = [(-1, "A better"), (0, "Tie"), (1, "B better")]
 
-    comparison = forms.IntegerField(min_value=1)
-    action = forms.ChoiceField(choices=[("mark", "Mark gold"), ("unmark", "Unmark")])
-    gold_preference = forms.TypedChoiceField(
-        choices=ANSWERS, coerce=int, required=False, empty_value=None
+    comparison = forms.IntegerField(min_value=1, label=_("Comparison"))
+    action = forms.ChoiceField(
+        choices=[("mark", _("Mark gold")), ("unmark", _("Unmark"))], label=_("Action")
     )
-    gold_note = forms.CharField(required=False, max_length=2000)
+    gold_preference = forms.TypedChoiceField(
+        choices=ANSWERS, coerce=int, required=False, empty_value=None, label=_("Gold preference")
+    )
+    gold_note = forms.CharField(required=False, max_length=2000, label=_("Gold note"))
 
     def clean(self):
         cleaned = super().clean()
         if cleaned.get("action") == "mark" and cleaned.get("gold_preference") is None:
-            raise forms.ValidationError("Choose the known answer: A better, tie or B better.")
+            raise forms.ValidationError(
+                gettext("Choose the known answer: A better, tie or B better.")
+            )
         return cleaned
 
 
 class StateForm(forms.Form):
-    action = forms.ChoiceField(choices=[("open", "Open"), ("pause", "Pause"), ("close", "Close")])
+    action = forms.ChoiceField(
+        choices=[("open", _("Open")), ("pause", _("Pause")), ("close", _("Close"))],
+        label=_("Action"),
+    )

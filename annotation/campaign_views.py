@@ -98,7 +98,7 @@ def campaign_edit(request, pk):
         if job:
             messages.info(request, _("Campaign saved; its comparisons are being rebuilt."))
             return redirect("campaigns:detail", pk=campaign.pk)
-        messages.success(request, "Campaign saved.")
+        messages.success(request, _("Campaign saved."))
         return redirect("campaigns:detail", pk=campaign.pk)
     return render(
         request,
@@ -155,7 +155,7 @@ def campaign_state(request, pk):
     campaign = managed_campaign_or_404(request.user, pk)
     form = StateForm(request.POST)
     if not form.is_valid():
-        messages.error(request, "Unknown action.")
+        messages.error(request, _("Unknown action."))
         return redirect("campaigns:detail", pk=pk)
     action = form.cleaned_data["action"]
     if action in campaigns.DESTRUCTIVE_ACTIONS and not confirmation.confirmed(request):
@@ -165,9 +165,9 @@ def campaign_state(request, pk):
     except campaigns.TransitionRefused as refused:
         messages.error(request, str(refused))
         return redirect("campaigns:detail", pk=pk)
-    messages.success(request, f"Campaign is now {state.label.lower()}.")
+    messages.success(request, _("Campaign is now %(lower)s.") % {"lower": state.label.lower()})
     if state == campaigns.State.OPEN and not campaign.annotators.exists():
-        messages.warning(request, "No annotator is in the pool yet: add some on Edit.")
+        messages.warning(request, _("No annotator is in the pool yet: add some on Edit."))
     return redirect("campaigns:detail", pk=pk)
 
 
@@ -222,7 +222,7 @@ def _save_gold(request, campaign) -> None:
     form = GoldForm(request.POST)
     if not form.is_valid():
         errors = "; ".join(e for field in form.errors.values() for e in field)
-        messages.error(request, f"Not saved: {errors}")
+        messages.error(request, _("Not saved: %(errors)s") % {"errors": errors})
         return
     for level, text in campaigns.save_gold(campaign, form.cleaned_data):
         messages.add_message(request, level, text)

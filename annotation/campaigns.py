@@ -13,13 +13,16 @@ from django.db.models import Count, IntegerField, OuterRef, Q, Subquery, Sum, Va
 from django.db.models.functions import Coalesce
 from django.http import QueryDict
 from django.utils import timezone
+from django.utils.translation import gettext as _
 from django.utils.translation import pgettext_lazy
 
 from h2htalk import csvexport
 from h2htalk.confirmation import Question
+from h2htalk.display import subtask_label
 from h2htalk.models import Job
 from scenarios.taxonomy import Subtask
 
+from . import care
 from .access import managed_campaigns
 from .campaign_forms import GoldForm, annotator_choices, member_choices
 from .models import RATING_DIMENSIONS, Campaign, Comparison, Judgment
@@ -224,11 +227,23 @@ class TransitionRefused(Exception):
     """The action is not allowed from the campaign's state; the message says why."""
 
 
+# The state buttons, in the page's language.
+ACTION_LABELS = {
+    "open": pgettext_lazy("campaign action", "Open"),
+    "pause": pgettext_lazy("campaign action", "Pause"),
+    "close": pgettext_lazy("campaign action", "Close"),
+}
+OPEN_LABELS = {
+    State.PAUSED: pgettext_lazy("campaign action", "Resume"),
+    State.CLOSED: pgettext_lazy("campaign action", "Reopen"),
+}
+
+
 def available_actions(campaign: Campaign) -> list[tuple[str, str]]:
     """(action, button label) for every transition allowed from the campaign's state."""
-    labels = {"open": {State.PAUSED: "Resume", State.CLOSED: "Reopen"}.get(campaign.state, "Open")}
+    labels = {**ACTION_LABELS, "open": OPEN_LABELS.get(campaign.state, ACTION_LABELS["open"])}
     return [
-        (action, labels.get(action, action.capitalize()))
+        (action, str(labels.get(action, action.capitalize())))
         for action, (_target, sources) in TRANSITIONS.items()
         if campaign.state in sources
     ]
@@ -244,19 +259,23 @@ def question(campaign: Campaign, action: str) -> Question | None:
     destructive."""
     if action == "close":
         return Question(
-            f"Close the campaign {campaign.name}?",
-            "Annotators stop receiving its items at once, and an answer to an item already on "
-            "someone's screen is refused and not saved. The judgments so far are kept, and the "
-            "campaign can be reopened.",
-            "Close the campaign",
+            _("Close the campaign %(name)s?") % {"name": campaign.name},
+            _(
+                "Annotators stop receiving its items at once, and an answer to an item already "
+                "on someone's screen is refused and not saved. The judgments so far are kept, "
+                "and the campaign can be reopened."
+            ),
+            _("Close the campaign"),
         )
     if action == "rebuild":
         return Question(
-            f"Rebuild the comparisons of {campaign.name}?",
-            "A background job adds the comparisons that its scenarios, companions and response "
-            "runs now call for and that are missing, so the target can grow while annotators "
-            "rate. Existing comparisons, gold marks and judgments are kept.",
-            "Rebuild comparisons",
+            _("Rebuild the comparisons of %(name)s?") % {"name": campaign.name},
+            _(
+                "A background job adds the comparisons that its scenarios, companions and "
+                "response runs now call for and that are missing, so the target can grow while "
+                "annotators rate. Existing comparisons, gold marks and judgments are kept."
+            ),
+            _("Rebuild comparisons"),
         )
     return None
 
@@ -279,10 +298,11 @@ def change_state(campaign: Campaign, action: str) -> State:
     pressing buttons at once cannot skip a rule."""
     target, sources = TRANSITIONS[action]
     if target == State.OPEN and not campaign.comparisons.exists():
-        raise TransitionRefused("Nothing to rate yet: the campaign has no comparisons.")
+        raise TransitionRefused(_("Nothing to rate yet: the campaign has no comparisons."))
     if not Campaign.objects.filter(pk=campaign.pk, state__in=sources).update(state=target):
+        state = campaign.get_state_display().lower()
         raise TransitionRefused(
-            f"A {campaign.get_state_display().lower()} campaign cannot {action}."
+            _("A %(state)s campaign cannot %(action)s.") % {"state": state, "action": action}
         )
     return State(target)
 
@@ -302,8 +322,10 @@ def annotator_monitoring(campaign: Campaign) -> dict:
     pool = set(campaign.annotators.values_list("username", flat=True))
     excluded = dict(campaign.exclusions.values_list("annotator__username", "reason"))
     rows = monitoring.records(monitoring.annotator_table(judgments, skips, pool))
+    exposure = care.exposure(campaign)
     for row in rows:
         row["in_pool"] = row["annotator"] in pool
+        row["exposure"] = exposure.get(row["annotator"], care.no_exposure())
         row["excluded"] = row["annotator"] in excluded
         row["excluded_reason"] = excluded.get(row["annotator"], "")
         _for_display(row)
@@ -313,7 +335,13 @@ def annotator_monitoring(campaign: Campaign) -> dict:
     overall = monitoring.overall_row(counted, counted_skips) if len(counted) else None
     if overall:
         _for_display(overall)
-    return {"rows": rows, "overall": overall, "pool": len(pool), "n_excluded": len(excluded)}
+    return {
+        "rows": rows,
+        "overall": overall,
+        "pool": len(pool),
+        "n_excluded": len(excluded),
+        "short_of_raters": care.short_of_raters(campaign),
+    }
 
 
 # Short names of the skip reasons (annotation.queue.SKIP_REASONS) for the monitoring table.
@@ -396,8 +424,7 @@ def campaign_subtasks(campaign: Campaign) -> list[tuple[str, str]]:
         .values_list("scenario__subtask", flat=True)
         .distinct()
     )
-    labels = dict(Subtask.choices)
-    return [(s, labels.get(s, s)) for s in subtasks]
+    return [(s, subtask_label(s)) for s in subtasks]
 
 
 def save_gold(campaign: Campaign, data: dict) -> list[tuple[int, str]]:

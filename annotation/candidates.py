@@ -47,14 +47,14 @@ SLACK, SLACK_SHARE = 1.0, 0.1
 COMPARISON = ("id", "campaign_id", "scenario_id", "response_a_id", "response_b_id", "is_gold")
 COMPARISON += ("judgment_count", "shuffle_key")
 SCENARIO = ("id", "subtask", "language", "persona_id", "history", "memory", "schedule")
-SCENARIO += ("user_message", "state")
+SCENARIO += ("user_message", "state", "risk_level")
 PERSONA = ("id", "name", "summary")
 RESPONSE = ("id", "text")
 
 _HALF = """SELECT {columns} FROM annotation_comparison c
     JOIN scenarios_scenario s ON s.id = c.scenario_id
     WHERE c.campaign_id = %s AND c.is_gold = %s AND s.state = '{approved}' {open_only}
-    AND c.shuffle_key {side} %s {passed_over}
+    {risk_filter} AND c.shuffle_key {side} %s {passed_over}
     AND NOT EXISTS (SELECT 1 FROM annotation_assignment a
                     WHERE a.comparison_id = c.id AND a.annotator_id = %s)
     ORDER BY c.judgment_count {direction}, c.shuffle_key {direction}
@@ -85,8 +85,12 @@ _CO_RATING = ", ".join(
 )
 
 
-def _sql(gold: bool, n_passed_over: int) -> str:
+def _sql(gold: bool, n_passed_over: int, n_excluded: int = 0) -> str:
     half = {
+        # care for raters (annotation.care): risk levels the requester must not be handed now
+        "risk_filter": f"AND s.risk_level NOT IN ({', '.join(['%s'] * n_excluded)})"
+        if n_excluded
+        else "",
         "columns": columns("c", COMPARISON),
         "approved": Scenario.State.APPROVED.value,  # written in: the generic plan knows it
         "open_only": "" if gold else "AND c.judgment_count < %s",
@@ -140,7 +144,7 @@ def _comparison(row) -> Comparison:
 
 
 def locked_batch(
-    user, campaign, gold: bool, start: int, passed_over: list[int]
+    user, campaign, gold: bool, start: int, passed_over: list[int], excluded_levels=()
 ) -> list[Comparison]:
     """The first few candidates in queue order, locked; rows others hold are skipped.
 
@@ -155,16 +159,19 @@ def locked_batch(
     count less the level it drops, then the items shared beyond the fair share. The batch (the
     first two of each half) always holds the most judged candidates and, unless four or more
     are started, a new one the requester may take instead.
+
+    `excluded_levels`: scenario risk levels left out (`care.excluded_levels`); none for a rater
+    without opt-outs below the daily cap, whose statement is then the same as without care.
     """
     half = [campaign.pk, gold]
     half += [] if gold else [campaign.overlap]
     params = []
     for _ in range(2):
-        params += [*half, start, *passed_over, user.pk]
+        params += [*half, *excluded_levels, start, *passed_over, user.pk]
     if not gold:
         params += [user.pk, user.pk, campaign.pk, user.pk, campaign.pk]  # _CO_RATING's
     with bound_cursor() as cursor:
-        cursor.execute(_sql(gold, len(passed_over)), params)
+        cursor.execute(_sql(gold, len(passed_over), len(excluded_levels)), params)
         rows = cursor.fetchall()
     span = 2**SHUFFLE_KEY_BITS
     shown = sum(map(len, (COMPARISON, SCENARIO, PERSONA, RESPONSE, RESPONSE)))

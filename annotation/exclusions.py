@@ -18,6 +18,7 @@ from django.db.models import Count, Q
 
 from . import counting
 from .models import AnnotatorExclusion, Campaign, Judgment
+from .signals import annotators_excluded
 
 REASON_MAX = AnnotatorExclusion._meta.get_field("reason").max_length
 
@@ -107,6 +108,9 @@ def exclude(campaign: Campaign, users, reason: str, by=None) -> list[AnnotatorEx
             )
             made.append(exclusion)
         counting.uncount(campaign, [u.pk for u in users if u.pk not in already])
+        new = [u.username for u in users if u.pk not in already]
+        if new:
+            annotators_excluded.send(Campaign, campaign=campaign, usernames=new, reason=reason)
     return made
 
 

@@ -8,6 +8,7 @@ from django import forms
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, pgettext_lazy
 
+from .care import LEVEL_DESCRIPTIONS, LEVEL_LABELS, RISK_LEVELS
 from .models import PREFERENCE_CHOICES, RATING_DIMENSIONS
 from .queue import SKIP_REASONS, Submission
 from .rating_details import CONFIDENCE_CHOICES, DetailError, clean_details
@@ -208,3 +209,18 @@ class SkipForm(forms.Form):
 
     def reason_choices(self):
         return [(str(n), radio) for n, radio in enumerate(self["skip_reason"], start=1)]
+
+
+class CareForm(forms.Form):
+    """The risk categories a rater opts out of (annotation.care), in every campaign."""
+
+    opted_out = forms.MultipleChoiceField(
+        label=gettext_lazy("Do not show me conversations of these kinds"),
+        choices=[(level, LEVEL_LABELS[level]) for level in RISK_LEVELS],
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+    )
+
+    def level_choices(self):
+        """The checkboxes with what each category holds."""
+        return [(box, LEVEL_DESCRIPTIONS[box.data["value"]]) for box in self["opted_out"]]

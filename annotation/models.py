@@ -37,29 +37,31 @@ PREFERENCE_CHOICES = [
 
 class Campaign(models.Model):
     class State(models.TextChoices):
-        DRAFT = "draft"
-        OPEN = "open"
-        PAUSED = "paused"
-        CLOSED = "closed"
+        DRAFT = "draft", _("Draft")
+        OPEN = "open", _("Open")
+        PAUSED = "paused", _("Paused")
+        CLOSED = "closed", _("Closed")
 
     class Pairing(models.TextChoices):
-        ALL_PAIRS = "all_pairs", "All pairs per scenario"
-        RANDOM_PAIRS = "random_pairs", "Fixed number of random pairs per scenario (balanced)"
-        ADAPTIVE = "adaptive", "Adaptive: most uncertain model pairs first (Bradley–Terry)"
-        FIXED = "fixed", "Fixed comparisons (routed from a judge; never rebuilt)"
+        ALL_PAIRS = "all_pairs", _("All pairs per scenario")
+        RANDOM_PAIRS = "random_pairs", _("Fixed number of random pairs per scenario (balanced)")
+        ADAPTIVE = "adaptive", _("Adaptive: most uncertain model pairs first (Bradley–Terry)")
+        FIXED = "fixed", _("Fixed comparisons (routed from a judge; never rebuilt)")
 
     name = models.CharField(max_length=150, unique=True)
     description = models.TextField(blank=True)
     guidelines = models.TextField(
-        blank=True, help_text="Markdown, shown (sanitised) to annotators beside every item."
+        blank=True, help_text=_("Markdown, shown (sanitised) to annotators beside every item.")
     )
     # Per-language guidelines (issue 22): an annotator whose interface is in Simplified Chinese
     # sees these when written, everyone else (and they, when empty) the guidelines above.
     guidelines_zh_hans = models.TextField(
         "guidelines in Simplified Chinese",
         blank=True,
-        help_text="Markdown, optional: shown instead of the guidelines above to annotators "
-        "whose interface is in Simplified Chinese.",
+        help_text=_(
+            "Markdown, optional: shown instead of the guidelines above to annotators "
+            "whose interface is in Simplified Chinese."
+        ),
     )
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="owned_campaigns"
@@ -68,7 +70,7 @@ class Campaign(models.Model):
         settings.AUTH_USER_MODEL,
         blank=True,
         related_name="member_campaigns",
-        help_text="Researchers who may see and manage this campaign with the owner.",
+        help_text=_("Researchers who may see and manage this campaign with the owner."),
     )
     annotators = models.ManyToManyField(
         settings.AUTH_USER_MODEL, blank=True, related_name="rating_campaigns"
@@ -77,22 +79,22 @@ class Campaign(models.Model):
     scenario_query = models.CharField(max_length=1000, blank=True)
     companions = models.ManyToManyField(CompanionModel, related_name="campaigns")
     runs = models.ManyToManyField(
-        GenerationRun, related_name="campaigns", help_text="Where the responses come from."
+        GenerationRun, related_name="campaigns", help_text=_("Where the responses come from.")
     )
     pairing = models.CharField(max_length=20, choices=Pairing.choices, default=Pairing.ALL_PAIRS)
     pairs_per_scenario = models.PositiveSmallIntegerField(
-        default=1, help_text="For random and adaptive pairing."
+        default=1, help_text=_("For random and adaptive pairing.")
     )
     overlap = models.PositiveSmallIntegerField(
-        "annotators per comparison (k)", default=3, help_text="Judgments each comparison gets."
+        "annotators per comparison (k)", default=3, help_text=_("Judgments each comparison gets.")
     )
     gold_share = models.FloatField(
-        default=0.0, help_text="Share of items an annotator sees that are gold (0–0.5)."
+        default=0.0, help_text=_("Share of items an annotator sees that are gold (0–0.5).")
     )
     lease_minutes = models.PositiveSmallIntegerField(
-        default=15, help_text="An unanswered item returns to the queue after this long."
+        default=15, help_text=_("An unanswered item returns to the queue after this long.")
     )
-    seed = models.PositiveIntegerField(default=0, help_text="Seed for pairing and side draws.")
+    seed = models.PositiveIntegerField(default=0, help_text=_("Seed for pairing and side draws."))
     reason_choices = models.JSONField(
         _("reasons"),
         default=list,
@@ -106,6 +108,35 @@ class Campaign(models.Model):
         _("ask for confidence"),
         default=False,
         help_text=_("Annotators may say how sure they are (1 = unsure … 3 = sure)."),
+    )
+    # Care for raters (annotation.care): a cap on high-risk items per rater per day, a break
+    # prompt after this many minutes of continuous rating, and where to find help.
+    high_risk_daily_cap = models.PositiveSmallIntegerField(
+        _("high-risk items per rater per day"),
+        null=True,
+        blank=True,
+        help_text=_("Empty: no cap. A rater who reached it today gets no high-risk item."),
+    )
+    break_after_minutes = models.PositiveSmallIntegerField(
+        _("break prompt after (minutes)"),
+        null=True,
+        blank=True,
+        help_text=_(
+            "Empty: no prompt. After this many minutes of continuous rating the page suggests "
+            "a break (the rater may go on)."
+        ),
+    )
+    support_text = models.TextField(
+        _("support text"),
+        blank=True,
+        help_text=_(
+            "Markdown: helplines and whom to contact, one click away on every rating page."
+        ),
+    )
+    support_text_zh_hans = models.TextField(
+        _("support text in Simplified Chinese"),
+        blank=True,
+        help_text=_("Markdown, optional: shown instead to raters reading Simplified Chinese."),
     )
     # Qualification (issue 22): read with the campaign, so the admission check costs nothing
     # where it is off; its rule, practice items and phases: annotation.qualification.
@@ -136,6 +167,13 @@ class Campaign(models.Model):
             return translated, language
         return self.guidelines, ""
 
+    def support_text_in(self, language: str) -> tuple[str, str]:
+        """The support text in `language` when written in it (as `guidelines_in`)."""
+        translated = {"zh-hans": self.support_text_zh_hans}.get(language, "")
+        if translated.strip():
+            return translated, language
+        return self.support_text, ""
+
 
 def random_shuffle_key() -> int:
     return secrets.randbits(31)
@@ -155,9 +193,11 @@ class Comparison(models.Model):
     response_b = models.ForeignKey(Response, on_delete=models.PROTECT, related_name="+")
     is_gold = models.BooleanField(default=False)
     gold_preference = models.SmallIntegerField(
-        null=True, blank=True, help_text="Known answer keyed by the pair: <0 A better, >0 B better"
+        null=True,
+        blank=True,
+        help_text=_("Known answer keyed by the pair: <0 A better, >0 B better"),
     )
-    gold_note = models.TextField(blank=True, help_text="Why (shown to researchers only).")
+    gold_note = models.TextField(blank=True, help_text=_("Why (shown to researchers only)."))
     judgment_count = models.PositiveSmallIntegerField(default=0)
     shuffle_key = models.IntegerField(default=random_shuffle_key, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -183,10 +223,10 @@ class Assignment(models.Model):
     """One comparison handed to one annotator, with the side layout they saw."""
 
     class State(models.TextChoices):
-        OPEN = "open"
-        SUBMITTED = "submitted"
-        SKIPPED = "skipped"
-        REJECTED = "rejected", "Rejected (comparison already full)"
+        OPEN = "open", _("Open")
+        SUBMITTED = "submitted", _("Submitted")
+        SKIPPED = "skipped", _("Skipped")
+        REJECTED = "rejected", _("Rejected (comparison already full)")
 
     key = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     comparison = models.ForeignKey(Comparison, on_delete=models.CASCADE, related_name="assignments")
@@ -199,7 +239,7 @@ class Assignment(models.Model):
     annotator = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments"
     )
-    left_is_a = models.BooleanField(help_text="True when response A was shown on the left.")
+    left_is_a = models.BooleanField(help_text=_("True when response A was shown on the left."))
     state = models.CharField(max_length=10, choices=State.choices, default=State.OPEN)
     issued_at = models.DateTimeField(auto_now_add=True)
     lease_expires_at = models.DateTimeField()
@@ -242,10 +282,10 @@ class Judgment(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="judgments"
     )
     screen_preference = models.SmallIntegerField(
-        choices=PREFERENCE_CHOICES, help_text="As seen: negative = left better."
+        choices=PREFERENCE_CHOICES, help_text=_("As seen: negative = left better.")
     )
     preference = models.SmallIntegerField(
-        help_text="Keyed by the pair: negative = response A better, positive = response B."
+        help_text=_("Keyed by the pair: negative = response A better, positive = response B.")
     )
     both_unacceptable = models.BooleanField(
         default=False,
@@ -268,18 +308,22 @@ class Judgment(models.Model):
     ratings = models.JSONField(
         default=dict,
         blank=True,
-        help_text='Optional 1–5 ratings keyed by the pair: {"a": {dim: n}, "b": {dim: n}}',
+        help_text=_('Optional 1–5 ratings keyed by the pair: {"a": {dim: n}, "b": {dim: n}}'),
     )
     rationale = models.TextField(blank=True)
-    time_on_task_ms = models.PositiveIntegerField(help_text="Issued → submitted, measured by us.")
+    time_on_task_ms = models.PositiveIntegerField(
+        help_text=_("Issued → submitted, measured by us.")
+    )
     client_time_ms = models.PositiveIntegerField(
-        null=True, blank=True, help_text="Visible time on the page, measured in the browser."
+        null=True, blank=True, help_text=_("Visible time on the page, measured in the browser.")
     )
     scenario_revision = models.PositiveIntegerField(
-        null=True, blank=True, help_text="Number of the scenario revision the annotator was shown."
+        null=True,
+        blank=True,
+        help_text=_("Number of the scenario revision the annotator was shown."),
     )
     scenario_hash = models.CharField(
-        max_length=64, blank=True, help_text="Scenario.content_hash of the text that was shown."
+        max_length=64, blank=True, help_text=_("Scenario.content_hash of the text that was shown.")
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -308,6 +352,9 @@ class AnnotatorTally(models.Model):
     filled = models.PositiveIntegerField(default=0)
     day = models.DateField(null=True, blank=True)
     today = models.PositiveIntegerField(default=0)
+    # High-risk items handed to them on the local date `high_day` (annotation.care: the cap).
+    high_day = models.DateField(null=True, blank=True)
+    high_today = models.PositiveIntegerField(default=0, db_default=0)  # raw inserts leave it out
 
     class Meta:
         constraints = [
@@ -371,6 +418,20 @@ class AnnotatorExclusion(models.Model):
 
     def __str__(self):
         return f"{self.annotator} excluded from {self.campaign}"
+
+
+class RaterCare(models.Model):
+    """A rater's own choices about the content they read (annotation.care), in every campaign:
+    the risk levels they opted out of, as their values joined by commas in level order."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="care"
+    )
+    opted_out = models.CharField(max_length=40, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self):
+        return f"{self.user_id} opted out of: {self.opted_out or 'nothing'}"
 
 
 # The qualification's models, in their own package (Django finds them through this module).

@@ -22,6 +22,7 @@ import pandas as pd
 
 from h2htalk.stats.agreement.annotators import annotator_report, visible_time
 
+from .care import RATHER_NOT
 from .models import Assignment, Campaign, Judgment
 
 MS_PER_HOUR = 3_600_000
@@ -125,10 +126,13 @@ def quality(judgments: pd.DataFrame) -> pd.DataFrame:
 
 
 def skip_summary(skips: pd.DataFrame) -> pd.DataFrame:
-    """Per annotator: skips, and the reason codes (the part before ':') with their counts."""
+    """Per annotator: skips, and the reason codes (the part before ':') with their counts.
+    "I'd rather not" (annotation.care) is no skip: it never counts against a rater, and the
+    exposure table counts it."""
+    codes = skips["skip_reason"].fillna("").str.split(":", n=1).str[0].str.strip()
+    skips, codes = skips[codes != RATHER_NOT], codes[codes != RATHER_NOT]
     if skips.empty:
         return pd.DataFrame({"skips": pd.Series(dtype="int64"), "skip_reasons": []})
-    codes = skips["skip_reason"].fillna("").str.split(":", n=1).str[0].str.strip()
     codes = codes.replace("", "unknown")
     rows = {}
     for annotator, group in codes.groupby(skips["annotator"]):

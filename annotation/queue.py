@@ -32,6 +32,7 @@ from django.utils.translation import gettext_lazy, pgettext
 from scenarios.models import Revision, Scenario
 from scenarios.services import CONTENT_FIELDS
 
+from . import care
 from .blinding import ITEM_RELATED
 from .candidates import SHUFFLE_KEY_BITS, claim, locked_batch
 from .models import RATING_DIMENSIONS, Assignment, Campaign, Comparison, Judgment
@@ -42,6 +43,7 @@ from .qualification.watch import after_judgment
 from .rating_details import DetailError, clean_details
 from .rating_reads import rated_assignment
 from .recording import store
+from .signals import comparison_filled
 
 SKIP_REASONS = [
     ("cannot_judge", gettext_lazy("I cannot judge this one")),
@@ -50,6 +52,8 @@ SKIP_REASONS = [
     ("broken", gettext_lazy("Something is broken or missing")),
     ("other", gettext_lazy("Other")),
 ]
+# What an item with a content note may also be skipped with (annotation.care): no penalty.
+ALL_SKIP_REASONS = [*SKIP_REASONS, (care.RATHER_NOT, care.RATHER_NOT_LABEL)]
 DIMENSIONS = [name for name, _ in RATING_DIMENSIONS]
 
 
@@ -195,7 +199,9 @@ def _open_items(user, campaign) -> QuerySet:
     )
 
 
-def _any_free(user, campaign: Campaign, gold: bool, passed_over: list[int], now) -> bool:
+def _any_free(
+    user, campaign: Campaign, gold: bool, passed_over: list[int], now, excluded=()
+) -> bool:
     """Whether any candidate `candidates.locked_batch` would look at has a free slot, counting
     live leases (no locks taken)."""
     seen = Assignment.objects.filter(campaign=campaign, annotator=user).values("comparison_id")
@@ -205,6 +211,7 @@ def _any_free(user, campaign: Campaign, gold: bool, passed_over: list[int], now)
         )
         .exclude(pk__in=passed_over)
         .exclude(pk__in=seen)
+        .exclude(scenario__risk_level__in=excluded)
     )
     if gold:
         return candidates.exists()
@@ -223,7 +230,7 @@ def _any_free(user, campaign: Campaign, gold: bool, passed_over: list[int], now)
     )
 
 
-def _take(user, campaign: Campaign, gold: bool, now) -> Assignment | None:
+def _take(user, campaign: Campaign, gold: bool, now, excluded=()) -> Assignment | None:
     """Lock a few of the best candidates (skipping rows others hold) and hand out the first
     that still has a free slot.
 
@@ -234,7 +241,7 @@ def _take(user, campaign: Campaign, gold: bool, now) -> Assignment | None:
     broken by the comparisons' random `shuffle_key`, read from a random point drawn for this
     request (see `candidates.locked_batch`), so the order items arrive in says nothing about
     their companions and differs between annotators. Only comparisons of approved scenarios are
-    handed out.
+    handed out, and none of the risk levels `excluded` (`care.excluded_levels`).
 
     Candidates come in index order without counting leases in SQL, which would cost a subquery
     per comparison of the campaign. Once the rows are locked, their judgment counts are current,
@@ -244,16 +251,17 @@ def _take(user, campaign: Campaign, gold: bool, now) -> Assignment | None:
     start = secrets.randbits(SHUFFLE_KEY_BITS)
     passed_over: list[int] = []
     for attempt in range(50):
-        batch = locked_batch(user, campaign, gold, start, passed_over)
+        batch = locked_batch(user, campaign, gold, start, passed_over, excluded)
         if not batch:
             # Everything left may just be locked for a moment by others handing out items.
-            if not _any_free(user, campaign, gold, passed_over, now):
+            if not _any_free(user, campaign, gold, passed_over, now, excluded):
                 return None
             time.sleep(0.005 * (attempt + 1))
             continue
         assignment = claim(user, campaign, batch, now)
         if assignment is not None:
             count_hand_out(campaign, assignment.comparison)
+            care.count_hand_out(user, campaign, assignment.comparison)
             return assignment
         passed_over.extend(c.pk for c in batch)
     return None
@@ -278,14 +286,15 @@ def next_assignment(user, campaign: Campaign) -> Assignment | None:
         return existing
     want_gold = campaign.gold_share > 0 and random.random() < campaign.gold_share
     now = timezone.now()
+    excluded = care.excluded_levels(user, campaign)  # read with the campaign: no query
     with transaction.atomic(savepoint=False):
-        assignment = _take(user, campaign, gold=want_gold, now=now)
+        assignment = _take(user, campaign, gold=want_gold, now=now, excluded=excluded)
         if assignment is None and want_gold:
-            assignment = _take(user, campaign, gold=False, now=now)
+            assignment = _take(user, campaign, gold=False, now=now, excluded=excluded)
     adaptive = campaign.pairing == Campaign.Pairing.ADAPTIVE
     if assignment is None and adaptive and adaptive_top_up(campaign, user):
         with transaction.atomic(savepoint=False):
-            assignment = _take(user, campaign, gold=False, now=timezone.now())
+            assignment = _take(user, campaign, gold=False, now=timezone.now(), excluded=excluded)
     return assignment
 
 
@@ -402,6 +411,7 @@ def _record(assignment, comparison, user, submission: Submission, details) -> Ju
     `details`: (screen preference, reasons, confidence) from `rating_details.clean_details`."""
     campaign, now = comparison.campaign, timezone.now()
     screen, reasons, confidence = details
+    fills = comparison.judgment_count + 1 == campaign.overlap
     judgment = store(
         assignment,
         {
@@ -417,26 +427,43 @@ def _record(assignment, comparison, user, submission: Submission, details) -> Ju
             "scenario_revision": assignment.shown_revision,
             "scenario_hash": comparison.scenario.content_hash,
         },
-        fills=comparison.judgment_count + 1 == campaign.overlap,
+        fills=fills,
     )
     count_judgment(campaign, comparison)
+    if fills and not comparison.is_gold and not is_excluded(user, campaign):
+        # once per comparison; a listener (webhooks) adds at most one insert
+        comparison_filled.send(Campaign, campaign_id=campaign.pk, comparison_id=comparison.pk)
     if campaign.requires_qualification:  # the drift watch may send them to the refresher
         after_judgment(campaign, user, comparison)
     return judgment
 
 
 def skip(user, key, reason: str, note: str = "", item: Assignment | None = None) -> Assignment:
-    reasons = dict(SKIP_REASONS)
+    """Close the item as skipped with `reason` (a key of ALL_SKIP_REASONS; "I'd rather not"
+    only on an item with a content note), stored as "reason: note"."""
+    reasons = dict(ALL_SKIP_REASONS)
     if reason not in reasons:
         raise QueueError(_("Choose why you skip this item."))
     with transaction.atomic(savepoint=False):  # errors leave the block before they are raised
         assignment, refused = _answerable(user, key, item, "skip")
+        if not refused and reason == care.RATHER_NOT:
+            refused = _rather_not_refused(assignment)
         if not refused and assignment.state == Assignment.State.OPEN:
             why = f"{reason}: {note.strip()}"[:300] if note.strip() else reason
             _close(assignment, Assignment.State.SKIPPED, skip_reason=why)
     if refused:
         raise refused
     return assignment
+
+
+def _rather_not_refused(assignment: Assignment) -> QueueError | None:
+    """ "I'd rather not" is only for an open item with a content note (`care.content_note`)."""
+    risk = assignment.comparison.scenario.risk_level
+    if assignment.state == Assignment.State.OPEN and care.content_note(risk) is None:
+        return InvalidAnswer(
+            _("“I'd rather not” is for items with a content note: choose another reason.")
+        )
+    return None
 
 
 # action -> the state its replay finds the item in (a replay answers with what was stored)

@@ -5,9 +5,10 @@ blind names, whether they hold an item there and their progress counts. `rated_a
 item they answer, with its comparison, campaign and scenario — the assignment, comparison and
 scenario rows locked until the transaction ends (PostgreSQL) — whether its scenario changed
 since it was handed out and the revision shown then, whether they still rate in the campaign,
-and the same names and counts. Written out rather than built with the ORM: building and
-compiling these subqueries took more server CPU than PostgreSQL took to run them; the
-statements are prepared once per connection (`h2htalk.rows.bound_cursor`).
+the same names and counts, and the rater's care state (`care.CARE_SQL`). Written out rather
+than built with the ORM: building and compiling these subqueries took more server CPU than
+PostgreSQL took to run them; the statements are prepared once per connection
+(`h2htalk.rows.bound_cursor`).
 """
 
 from django.contrib.auth import get_user_model
@@ -19,6 +20,7 @@ from h2htalk.rows import bound_cursor, columns, db_value, instance
 from scenarios.models import Scenario
 from scenarios.services import CONTENT_FIELDS
 
+from .care import CARE_SQL, care_params
 from .models import Assignment, Campaign, Comparison
 from .progress import _COUNTS_SQL, progress_params
 
@@ -27,7 +29,7 @@ ASSIGNMENT = tuple(f.attname for f in Assignment._meta.concrete_fields)
 COMPARISON = ("id", "campaign_id", "scenario_id", "response_a_id", "response_b_id", "is_gold")
 COMPARISON += ("judgment_count", "shuffle_key")
 SCENARIO = ("id", "subtask", "language", "persona_id", "history", "memory", "schedule")
-SCENARIO += ("user_message", "state", "content_hash")
+SCENARIO += ("user_message", "state", "content_hash", "risk_level")
 NAME_LISTS = ("companion_names", "companion_model_ids", "run_names")
 User = get_user_model()
 
@@ -88,19 +90,19 @@ def rating_campaign(user, pk) -> Campaign | None:
         return None
     n = len(CAMPAIGN)
     campaign = instance(Campaign, CAMPAIGN, row[:n])
-    campaign.has_open_item = bool(row[n])
-    _named(campaign, row[n + 1 :])
+    campaign.has_open_item, campaign.care = bool(row[n]), row[n + 1]  # care: annotation.care
+    _named(campaign, row[n + 2 :])
     return campaign
 
 
 def campaign_statement(user, pk) -> tuple[str, list]:
     """`rating_campaign`'s statement and its parameters."""
     sql = f"""SELECT {columns("annotation_campaign", CAMPAIGN)},
-        {_HOLDS.format(other="")}, {_names_sql()}, {_COUNTS_SQL}
+        {_HOLDS.format(other="")}, {CARE_SQL}, {_names_sql()}, {_COUNTS_SQL}
         FROM annotation_campaign
         JOIN annotation_campaign_annotators ca ON ca.campaign_id = annotation_campaign.id
         WHERE annotation_campaign.id = %s AND ca.user_id = %s"""  # noqa: S608 - names only
-    return sql, [*_holds_params(user), *progress_params(user), pk, user.pk]
+    return sql, [*_holds_params(user), *care_params(user), *progress_params(user), pk, user.pk]
 
 
 def rated_assignment(user, key) -> Assignment | None:
@@ -133,7 +135,8 @@ def rated_assignment(user, key) -> Assignment | None:
         bool(row[start + 2]),
     )
     campaign.has_open_item = bool(row[start + 3])  # another one: the next item is a new one
-    _named(campaign, row[start + 4 :])
+    campaign.care = row[start + 4]  # the rater's opt-outs and high-risk count (annotation.care)
+    _named(campaign, row[start + 5 :])
     return assignment
 
 
@@ -152,7 +155,7 @@ def assignment_statement(user, key) -> tuple[str, list]:
             AND r.created_at <= a.issued_at ORDER BY r.number DESC LIMIT 1),
         EXISTS(SELECT 1 FROM annotation_campaign_annotators ca
             WHERE ca.campaign_id = annotation_campaign.id AND ca.user_id = %s),
-        {_HOLDS.format(other="AND o.id <> a.id")}, {_names_sql()}, {_COUNTS_SQL}
+        {_HOLDS.format(other="AND o.id <> a.id")}, {CARE_SQL}, {_names_sql()}, {_COUNTS_SQL}
         FROM annotation_assignment a
         JOIN annotation_comparison c ON c.id = a.comparison_id
         JOIN annotation_campaign ON annotation_campaign.id = c.campaign_id
@@ -160,7 +163,8 @@ def assignment_statement(user, key) -> tuple[str, list]:
         JOIN {User._meta.db_table} u ON u.id = a.annotator_id
         WHERE a.key = %s {lock}"""  # noqa: S608 - names only
     key = db_value(Assignment, "key", key)
-    return sql, [*changed_params, user.pk, *_holds_params(user), *progress_params(user), key]
+    params = [*changed_params, user.pk, *_holds_params(user), *care_params(user)]
+    return sql, [*params, *progress_params(user), key]
 
 
 def _holds_params(user) -> list:

@@ -15,22 +15,24 @@ JavaScript they redirect to the rating page (post/redirect/get).
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from django import forms
 from django.contrib import messages
 from django.db import transaction
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext_lazy, ngettext
 from django.views.decorators.http import require_POST
 
 from h2htalk.roles import ANNOTATOR, role_required
 
-from . import queue
+from . import care, queue
 from .access import rating_campaign_or_404, rating_campaigns
 from .blinding import blind_names, blind_reasons, campaign_texts, item_payload
 from .campaigns import progress_percent
-from .forms import RatingForm, SkipForm
+from .forms import CareForm, RatingForm, SkipForm
 from .markdown import render_markdown
 from .models import Assignment, Campaign
 from .progress import progress_for
@@ -50,6 +52,8 @@ def _campaign_context(user, campaign: Campaign, names: list[str], on_screen: boo
         "campaign_description": texts["description"],
         "guidelines_source": texts["guidelines"],
         "guidelines_language": texts["guidelines_language"],
+        "support_source": texts["support"],
+        "support_language": texts["support_language"],
         "progress": progress,
         "percent": round(progress_percent(progress.campaign_done, progress.campaign_target)),
         "left_for_me": progress.left_for_me + (1 if on_screen else 0),
@@ -74,11 +78,15 @@ def _item_context(
     errors: list[str] | None = None,
     notice: str = "",
     skip_open: bool = False,
+    note_read: str = "",
 ) -> dict:
+    """`note_read`: the key of an item whose content note the rater read (continue without
+    JavaScript); any other item with a content note shows the note first."""
     item = {"closed": closed, "error": error, "errors": errors or [], "notice": notice}
     if assignment is None or closed:
         return {"item": item}
     item.update(item_payload(assignment, names))
+    item["note_first"] = bool(item["content_note"]) and note_read != str(assignment.key)
     item.update(
         {
             "rating_form": rating_form or campaign_rating_form(campaign, names),
@@ -115,6 +123,7 @@ def _full_page(request, campaign: Campaign, names: list[str], item: dict):
     context = _page_context(request, campaign, names, item)
     context["guidelines"] = render_markdown(context["guidelines_source"])
     context["guidelines_open"] = _guidelines_first_visit(request, campaign, context["progress"])
+    context["support"] = render_markdown(context["support_source"])
     return render(request, "annotation/rate.html", context)
 
 
@@ -131,7 +140,9 @@ def _guidelines_first_visit(request, campaign: Campaign, progress) -> bool:
 
 def _answer_invalid(request, campaign, names, assignment, **item_kwargs):
     """The same item again with what was entered and why it was refused."""
-    item = _item_context(assignment, names, campaign=campaign, **item_kwargs)
+    item = _item_context(
+        assignment, names, campaign=campaign, note_read=str(assignment.key), **item_kwargs
+    )
     if request.htmx:
         return _swap(request, campaign, names, item)
     return _full_page(request, campaign, names, item)
@@ -212,17 +223,60 @@ def rate(request, campaign_id):
     """The rating page: the current item (or a new one), guidelines, progress."""
     campaign = rating_campaign_or_404(request.user, campaign_id)
     names = blind_names(campaign)
+    note_read = request.GET.get("continue", "")
     try:
-        item = _next_item_context(request.user, campaign, names)
+        item = _next_item_context(request.user, campaign, names, note_read=note_read)
     except queue.NotAdmitted:
         return _to_practice(request, campaign)
     return _full_page(request, campaign, names, item)
+
+
+@role_required(ANNOTATOR)
+def support(request, campaign_id):
+    """The campaign's support text on a page of its own (the rating page opens it in a dialog;
+    this is where its link leads without JavaScript)."""
+    campaign = rating_campaign_or_404(request.user, campaign_id)
+    texts = campaign_texts(campaign, blind_names(campaign))
+    context = {
+        "campaign": campaign,
+        "campaign_name": texts["name"],
+        "support": render_markdown(texts["support"]),
+        "support_language": texts["support_language"],
+    }
+    return render(request, "annotation/support.html", context)
+
+
+@transaction.atomic
+@role_required(ANNOTATOR)
+def care_settings(request):
+    """The risk categories the rater opts out of, in every campaign; `next`: where to go back."""
+    back = request.POST.get("next") or request.GET.get("next") or ""
+    if not url_has_allowed_host_and_scheme(back, {request.get_host()}, request.is_secure()):
+        back = ""
+    form = CareForm(request.POST or None, initial={"opted_out": care.opted_out(request.user)})
+    if request.method == "POST" and form.is_valid():
+        passed_on = care.set_opted_out(request.user, form.cleaned_data["opted_out"])
+        saved = _("Saved: your choice applies in every campaign from the next item on.")
+        if passed_on:
+            saved += " " + ngettext(
+                "The item you held of those kinds went to someone else.",
+                "The %(n)d items you held of those kinds went to someone else.",
+                passed_on,
+            ) % {"n": passed_on}
+        messages.success(request, saved)
+        return redirect(back or reverse("annotation:care"))
+    return render(request, "annotation/care.html", {"form": form, "back": back})
 
 
 def _submit_forms(data, campaign, names) -> tuple[RatingForm, dict]:
     """The bound rating form, and both forms to show again should it be refused."""
     form = campaign_rating_form(campaign, names, data)
     return form, {"rating_form": form, "skip_form": SkipForm(initial=_skip_initial(data))}
+
+
+def _rather_not_forms(data, campaign, names) -> tuple[forms.Form, dict]:
+    """ "I'd rather not" asks nothing: its form is empty and always valid."""
+    return forms.Form(data), {}
 
 
 def _skip_forms(data, campaign, names) -> tuple[SkipForm, dict]:
@@ -234,6 +288,10 @@ def _skip_forms(data, campaign, names) -> tuple[SkipForm, dict]:
 
 def _store_submit(user, item, form: RatingForm):
     return queue.submit(user, item.key, form.submission(), item=item)
+
+
+def _store_rather_not(user, item, form):
+    return queue.skip(user, item.key, care.RATHER_NOT, item=item)
 
 
 def _store_skip(user, item, form: SkipForm):
@@ -265,6 +323,15 @@ SKIP = _Answer(
     gettext_lazy("Skipped. Here is the next one."),
     _skip_forms,
     _store_skip,
+)
+
+
+RATHER_NOT = _Answer(
+    "skip",
+    gettext_lazy("Passed on."),
+    gettext_lazy("Passed on to someone else, no questions asked. Here is the next one."),
+    _rather_not_forms,
+    _store_rather_not,
 )
 
 
@@ -315,6 +382,14 @@ def submit(request, key):
 def skip(request, key):
     """Skip this item with a reason (it does not count), then the next item."""
     return _answer(request, key, SKIP)
+
+
+@require_POST
+@transaction.atomic
+@role_required(ANNOTATOR)
+def rather_not(request, key):
+    """ "I'd rather not": pass an item with a content note on, without penalty."""
+    return _answer(request, key, RATHER_NOT)
 
 
 def _rating_initial(data) -> dict:

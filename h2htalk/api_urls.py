@@ -1,7 +1,7 @@
 from django.urls import include, path
 from rest_framework import routers
 
-from annotation.api import RatingAssignmentViewSet, RatingCampaignViewSet
+from annotation.api import RatingAssignmentViewSet, RatingCampaignViewSet, rating_care
 from annotation.campaign_api import CampaignViewSet
 from annotation.qualification import api as qualification
 from annotation.qualification import rating_api as practice
@@ -15,6 +15,7 @@ from scoring.agreement.api import campaign_agreement
 from scoring.agreement.exclusion_api import campaign_exclusions
 from scoring.hfexport import api as hf_dataset
 from scoring.planning.api import campaign_plan, campaign_plan_status
+from webhooks.api import DeliveryViewSet, EndpointViewSet
 
 
 class APIRootView(routers.APIRootView):
@@ -40,10 +41,14 @@ router.register("rate/campaigns", RatingCampaignViewSet, basename="rate-campaign
 router.register("rate/assignments", RatingAssignmentViewSet, basename="rate-assignment")
 # Users, for admins: list, create in bulk (one-time links to set a password), deactivate.
 router.register("users", UserViewSet, basename="user")
+# Webhooks, for the researchers of the campaigns they cover (README "Webhooks").
+router.register("webhooks/endpoints", EndpointViewSet, basename="webhook-endpoint")
+router.register("webhooks/deliveries", DeliveryViewSet, basename="webhook-delivery")
 
 urlpatterns = [
     # DRF's token view lists its own parsers (with the plain JSON parser): ours instead.
     path("token/", ObtainToken.as_view(parser_classes=DEFAULT_PARSERS), name="api_token"),
+    path("rate/care/", rating_care, name="rate-care"),
     path(
         "campaigns/<int:campaign_id>/agreement/",
         campaign_agreement,

@@ -46,9 +46,64 @@ assert set(SUBTASK_LABELS) == set(SUBTASK_NAMES) and set(IMPORTANCE_LABELS) == s
 )
 
 
+DIMENSION_LABELS = {
+    "dialogue": pgettext_lazy("dimension", "Companion Dialogue"),
+    "recollection": pgettext_lazy("dimension", "Companion Recollection"),
+    "itinerary": pgettext_lazy("dimension", "Companion Itinerary"),
+}
+RISK_LABELS = {
+    "none": pgettext_lazy("risk level", "None"),
+    "low": pgettext_lazy("risk level", "Low"),
+    "medium": pgettext_lazy("risk level", "Medium"),
+    "high": pgettext_lazy("risk level", "High (e.g. self-harm)"),
+}
+LANGUAGE_LABELS = {
+    "zh": pgettext_lazy("language", "Chinese"),
+    "en": pgettext_lazy("language", "English"),
+}
+# A scenario's flags (scenarios.taxonomy.FLAG_LABELS), and the groups of comparisons a release
+# forms by flag value (scoring.releases.flags.LABELS), in the page's language.
+FLAG_NAMES = {
+    "implicit_need": pgettext_lazy("scenario flag", "implicit need"),
+    "evolving_need": pgettext_lazy("scenario flag", "evolving need"),
+    "risk_level": pgettext_lazy("scenario flag", "safety risk"),
+}
+FLAG_GROUP_LABELS = {
+    "implicit_need": pgettext_lazy("flag group", "Implicit need"),
+    "evolving_need": pgettext_lazy("flag group", "Evolving need"),
+    "risk_level": pgettext_lazy("flag group", "Risk level"),
+    "explicit": pgettext_lazy("flag group", "explicit need"),
+    "implicit": pgettext_lazy("flag group", "implicit need"),
+    "stable": pgettext_lazy("flag group", "stable need"),
+    "evolving": pgettext_lazy("flag group", "evolving need"),
+    "none": pgettext_lazy("flag group", "risk none"),
+    "low": pgettext_lazy("flag group", "risk low"),
+    "medium": pgettext_lazy("flag group", "risk medium"),
+    "high": pgettext_lazy("flag group", "risk high (e.g. self-harm)"),
+}
+assert set(DIMENSION_LABELS) == set(DIMENSION_NAMES)
+
+
 def subtask_label(code: str) -> str:
     """A subtask's name in the page's language (the code when unknown)."""
     return str(SUBTASK_LABELS.get(code, code))
+
+
+def dimension_label(code: str) -> str:
+    return str(DIMENSION_LABELS.get(code, code))
+
+
+def risk_label(code: str) -> str:
+    return str(RISK_LABELS.get(code, code))
+
+
+def language_label(code: str) -> str:
+    return str(LANGUAGE_LABELS.get(code, code))
+
+
+def flag_label(code: str) -> str:
+    """A scenario flag's name ("implicit need") in the page's language."""
+    return str(FLAG_NAMES.get(code, code))
 
 
 # The agreement labels of h2htalk.stats.agreement (see its package docstring).
@@ -59,6 +114,31 @@ LABEL_NAMES = {
     "screen5": "5-point preference as shown (left / right)",
     "screen3": "3-way winner as shown (left / tie / right)",
 }
+
+
+LABEL_TITLES = {
+    "preference5": pgettext_lazy("agreement label", "5-point preference"),
+    "winner3": pgettext_lazy("agreement label", "3-way winner (A / tie / B)"),
+    "outcome4": pgettext_lazy("agreement label", "4-way outcome (A / tie / B / both unacceptable)"),
+    "screen5": pgettext_lazy("agreement label", "5-point preference as shown (left / right)"),
+    "screen3": pgettext_lazy("agreement label", "3-way winner as shown (left / tie / right)"),
+}
+assert set(LABEL_TITLES) == set(LABEL_NAMES)
+
+
+def label_title(code: str) -> str:
+    """`label_name` in the page's language (pages; the exports keep `label_name`)."""
+    if code in LABEL_TITLES:
+        return str(LABEL_TITLES[code])
+    prefix, _sep, dimension = code.partition("_")
+    if dimension in RATING_NAMES and prefix in ("rating", "a", "b"):
+        from annotation.forms import ASPECT_LABELS  # the rating page's names of the aspects
+
+        name = ASPECT_LABELS[dimension]
+        if prefix == "rating":
+            return _("%(name)s rating") % {"name": name}
+        return _("%(name)s rating of %(side)s") % {"name": name, "side": prefix.upper()}
+    return code
 
 
 def label_name(code: str) -> str:
@@ -80,10 +160,26 @@ def group_name(code: str) -> str:
     return SUBTASK_NAMES.get(code) or DIMENSION_NAMES.get(code) or code
 
 
+def group_label(code: str) -> str:
+    """`group_name` in the page's language (pages; frozen documents and files keep
+    `group_name`)."""
+    if code == "overall":
+        return _("All comparisons")
+    for labels in (SUBTASK_LABELS, DIMENSION_LABELS, FLAG_GROUP_LABELS):
+        if code in labels:
+            return str(labels[code])
+    return code
+
+
 def scenario_name(scenario) -> str:
     """A scenario as pages name it: "demo-001 · Dialogue · base" (its str() keeps the codes)."""
     subtask = SUBTASK_NAMES.get(scenario.subtask, scenario.subtask)
     return f"{scenario.external_id or scenario.pk} · {subtask}"
+
+
+def scenario_label(scenario) -> str:
+    """`scenario_name` in the page's language: "demo-001 · 对话 · 基础"."""
+    return f"{scenario.external_id or scenario.pk} · {subtask_label(scenario.subtask)}"
 
 
 def importance_name(value) -> str:
@@ -145,17 +241,30 @@ def percent(share) -> str:
 
 def share_of(share, base, noun: str = "") -> str:
     """A share with its base, as a count where the share is one: "21 of 81 comparisons (26%)";
-    "26% of 81 comparisons" where it is not (a tie counted half, a mean)."""
+    "26% of 81 comparisons" where it is not (a tie counted half, a mean). In the page's
+    language; `noun` is one of BASE_NOUNS (another noun is shown as given)."""
     fraction, total = _number(share), _number(base)
     if fraction is None or total is None:
         return MISSING
     base_count = round(total)
-    if noun:
-        noun = f" {noun}" if base_count == 1 else f" {plural(noun)}"
+    if noun in BASE_NOUNS:
+        base_text = BASE_NOUNS[noun](base_count) % {"n": base_count}
+    elif noun:
+        base_text = f"{base_count} {noun if base_count == 1 else plural(noun)}"
+    else:
+        base_text = str(base_count)
     count = fraction * base_count
     if abs(count - round(count)) < 1e-6:
-        return f"{round(count)} of {base_count}{noun} ({percent(fraction)})"
-    return f"{percent(fraction)} of {base_count}{noun}"
+        numbers = {"count": round(count), "base": base_text, "percent": percent(fraction)}
+        return _("%(count)s of %(base)s (%(percent)s)") % numbers
+    return _("%(percent)s of %(base)s") % {"percent": percent(fraction), "base": base_text}
+
+
+# The nouns a share's base is counted in on the pages.
+BASE_NOUNS = {
+    "comparison": lambda n: ngettext("%(n)s comparison", "%(n)s comparisons", n),
+    "vote": lambda n: ngettext("%(n)s vote", "%(n)s votes", n),
+}
 
 
 def plural(noun: str) -> str:

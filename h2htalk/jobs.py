@@ -26,9 +26,11 @@ from django.db import connection
 from django.db.models import F
 from django.http import Http404
 from django.utils import timezone
-from django.utils.translation import gettext, pgettext_lazy
+from django.utils.formats import number_format
+from django.utils.translation import gettext, ngettext, pgettext_lazy
+from django.utils.translation import gettext as _
 
-from . import heartbeat, outage, uploads
+from . import heartbeat, outage, signals, uploads
 from .models import Job, State
 from .roles import ADMIN, user_roles
 
@@ -123,7 +125,7 @@ def live_progress(job: Job) -> dict:
     if not job.is_finished:  # while Redis is down: what the database last heard (outage)
         values.update(outage.call(cache, "get", _key(job.pk)) or {})
         if job.state == State.RUNNING and job.attempts > 1:
-            note = f"attempt {job.attempts}, after the worker was lost"
+            note = _("attempt %(n)s, after the worker was lost") % {"n": job.attempts}
             values["message"] = f"{values['message']} ({note})" if values["message"] else note
     total = values["total"]
     if job.state == State.COMPLETED:  # done is done, whatever the last report counted
@@ -134,11 +136,12 @@ def live_progress(job: Job) -> dict:
     return values
 
 
-# Upload jobs (h2htalk.uploads) whose result is an import report, and what their rows are.
+# Upload jobs (h2htalk.uploads) whose result is an import report, and how their rows are counted
+# (in the page's language).
 UPLOAD_KINDS = {
-    "scenario_import": ("row", "rows"),
-    "response_import": ("response", "responses"),
-    "judge_import": ("verdict", "verdicts"),
+    "scenario_import": lambda n: ngettext("%(n)s row", "%(n)s rows", n),
+    "response_import": lambda n: ngettext("%(n)s response", "%(n)s responses", n),
+    "judge_import": lambda n: ngettext("%(n)s verdict", "%(n)s verdicts", n),
 }
 
 
@@ -160,8 +163,12 @@ def kind_name(kind: str) -> str:
     return str(KIND_NAMES.get(kind, pgettext_lazy("job", "Background job")))
 
 
-def _count(n: int, words: tuple[str, str]) -> str:
-    return f"{n:,} {words[0] if n == 1 else words[1]}"
+def _count(n: int, words) -> str:
+    return words(n) % {"n": number_format(n, force_grouping=True)}
+
+
+def _errors(n: int) -> str:
+    return ngettext("%(n)s error", "%(n)s errors", n) % {"n": number_format(n, force_grouping=True)}
 
 
 def outcome(job: Job) -> dict:
@@ -178,22 +185,22 @@ def outcome(job: Job) -> dict:
     if job.kind not in UPLOAD_KINDS or not job.is_finished or "rows" not in report:
         return plain
     errors = report.get("error_count", len(report.get("errors") or ()))
-    rows = _count(report["rows"], UPLOAD_KINDS[job.kind])
-    problems = _count(errors, ("error", "errors"))
+    found = {"rows": _count(report["rows"], UPLOAD_KINDS[job.kind]), "errors": _errors(errors)}
     if job.params.get("dry_run"):
         if job.params.get("confirmed_job"):
             heading = gettext("Preview: %(rows)s, no errors — confirmed: imported by job #%(job)s")
-            heading %= {"rows": rows, "job": job.params["confirmed_job"]}
+            heading %= {"rows": found["rows"], "job": job.params["confirmed_job"]}
             return _upload(heading, gettext("Preview · confirmed"))
         if errors:
-            heading = f"Preview: {rows}, {problems} — nothing was imported"
-            return _upload(heading, f"Preview · {problems}", "preview-errors")
-        return _upload(f"Preview: {rows}, no errors — ready to import", "Preview · ready")
+            heading = _("Preview: %(rows)s, %(errors)s — nothing was imported") % found
+            return _upload(heading, _("Preview · %(errors)s") % found, "preview-errors")
+        heading = _("Preview: %(rows)s, no errors — ready to import") % found
+        return _upload(heading, _("Preview · ready"))
     if errors:
-        heading = f"Not imported: {rows}, {problems} — nothing was written"
-        return _upload(heading, f"Not imported · {problems}", "failed")
+        heading = _("Not imported: %(rows)s, %(errors)s — nothing was written") % found
+        return _upload(heading, _("Not imported · %(errors)s") % found, "failed")
     if report.get("written"):
-        return _upload(f"Imported: {rows}", "Imported")
+        return _upload(_("Imported: %(rows)s") % found, _("Imported"))
     return plain
 
 
@@ -248,6 +255,8 @@ def finish(job_id: int, state: str, message: str = "", result: dict | None = Non
     if attempt is not None:
         rows = rows.filter(attempts=attempt)
     if rows.update(**fields):
+        if state == State.FAILED:
+            signals.job_failed.send(Job, job_id=job_id)
         cache.delete_many([_key(job_id), heartbeat.key(heartbeat_of(job_id))])
         try:
             uploads.release(job_id)  # its uploaded file, once no job needs it

@@ -5,6 +5,7 @@ judges), so that each field and its validation is written once."""
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from . import egress
 from .llm import Endpoint
@@ -17,13 +18,13 @@ class State(models.TextChoices):
     when its token budget is reached.
     """
 
-    DRAFT = "draft"
-    QUEUED = "queued"
-    RUNNING = "running"
-    PAUSED = "paused", "Paused (budget reached)"
-    CANCELLED = "cancelled"
-    COMPLETED = "completed"
-    FAILED = "failed"
+    DRAFT = "draft", _("Draft")
+    QUEUED = "queued", _("Queued")
+    RUNNING = "running", _("Running")
+    PAUSED = "paused", _("Paused (budget reached)")
+    CANCELLED = "cancelled", _("Cancelled")
+    COMPLETED = "completed", _("Completed")
+    FAILED = "failed", _("Failed")
 
 
 FINISHED = (State.COMPLETED, State.FAILED, State.CANCELLED)
@@ -56,8 +57,10 @@ class Job(models.Model):
     cancel_requested = models.BooleanField(default=False)
     attempts = models.PositiveSmallIntegerField(
         default=0,
-        help_text="Times a worker started it; more than 1 after the sweeper restarted it "
-        "(its worker was lost: h2htalk.sweeper).",
+        help_text=_(
+            "Times a worker started it; more than 1 after the sweeper restarted it "
+            "(its worker was lost: h2htalk.sweeper)."
+        ),
     )
 
     class Meta:
@@ -81,21 +84,24 @@ class EndpointConfig(models.Model):
 
     name = models.CharField(max_length=100, unique=True)
     base_url = models.URLField(
-        blank=True, help_text="Chat-completions base URL, e.g. http://127.0.0.1:8001/v1"
+        blank=True, help_text=_("Chat-completions base URL, e.g. http://127.0.0.1:8001/v1")
     )
-    model_id = models.CharField(max_length=200, blank=True, help_text="The `model` sent.")
+    model_id = models.CharField(max_length=200, blank=True, help_text=_("The `model` sent."))
     api_key_env = models.CharField(
         "API key variable",
         max_length=100,
         blank=True,
-        help_text="Name of the environment variable holding the key; the key itself is never "
-        "stored. Leave empty for local servers that need none.",
+        help_text=_(
+            "Name of the environment variable holding the key; the key itself is never "
+            "stored. Leave empty for local servers that need none."
+        ),
     )
     params = models.JSONField(
-        default=dict, blank=True, help_text='Generation parameters, e.g. {"temperature": 0.7}'
+        default=dict, blank=True, help_text=_('Generation parameters, e.g. {"temperature": 0.7}')
     )
     max_concurrency = models.PositiveSmallIntegerField(
-        default=4, help_text="Requests in flight at once against this endpoint, all runs together."
+        default=4,
+        help_text=_("Requests in flight at once against this endpoint, all runs together."),
     )
     timeout_seconds = models.PositiveSmallIntegerField(default=60)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -144,7 +150,9 @@ class BackgroundRun(models.Model):
     name = models.CharField(max_length=120, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
     token_budget = models.PositiveBigIntegerField(
-        null=True, blank=True, help_text="Stop (pause) once prompt + completion tokens reach this."
+        null=True,
+        blank=True,
+        help_text=_("Stop (pause) once prompt + completion tokens reach this."),
     )
     tokens_used = models.PositiveBigIntegerField(default=0)
     state = models.CharField(max_length=10, choices=State.choices, default=State.DRAFT)

@@ -54,6 +54,7 @@ INSTALLED_APPS = [
     "scenarios",
     "annotation",
     "scoring",
+    "webhooks",
 ]
 
 MIDDLEWARE = [
@@ -238,6 +239,12 @@ PAPER_MODELS_DIR = os.environ.get("H2HTALK_PAPER_MODELS_DIR", "")
 # hosts by default; link-local, cloud metadata and private addresses only when an entry (an
 # address, a CIDR network, a host name or *.domain) lists them. Checked on save and on connect.
 LLM_ALLOWED_ENDPOINTS = env_list("LLM_ALLOWED_ENDPOINTS", "public,loopback")
+
+# Webhooks (README "Webhooks"): their URLs pass the same allow-list as LLM endpoints.
+WEBHOOK_BATCH_SECONDS = float(os.environ.get("WEBHOOK_BATCH_SECONDS", "30"))
+WEBHOOK_MAX_ATTEMPTS = int(os.environ.get("WEBHOOK_MAX_ATTEMPTS", "6"))
+WEBHOOK_RETRY_BASE_SECONDS = float(os.environ.get("WEBHOOK_RETRY_BASE_SECONDS", "30"))
+WEBHOOK_TIMEOUT_SECONDS = float(os.environ.get("WEBHOOK_TIMEOUT_SECONDS", "10"))
 
 # Celery: eager (in-process) unless a broker is configured.
 CELERY_TASK_ALWAYS_EAGER = not os.environ.get("CELERY_BROKER_URL")

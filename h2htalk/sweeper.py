@@ -53,7 +53,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.module_loading import autodiscover_modules
 
-from . import heartbeat, jobs, outage, runner, uploads
+from . import heartbeat, jobs, outage, runner, signals, uploads
 from .models import Job, State
 
 logger = logging.getLogger(__name__)
@@ -152,6 +152,7 @@ def _settle(job: Job, outcome: dict, restart: bool = True) -> None:
         message = not_restartable_message(job.kind)
     if mine.update(state=State.FAILED, message=message, finished_at=timezone.now()):
         _forget_heartbeat(job.pk)
+        signals.job_failed.send(Job, job_id=job.pk)
         outcome["failed"].append(job.pk)
         logger.warning("job %s (%s): %s", job.pk, job.kind, message)
         try:

@@ -54,6 +54,7 @@ urlpatterns = [
     path("calibration/", include("scoring.calibration.urls")),
     path("releases/", include("scoring.releases.urls")),
     path("datasets/", include("scoring.hfexport.urls")),
+    path("webhooks/", include("webhooks.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api_schema"),
     path("api/docs/", views.api_docs, name="api_docs"),
     path("django-admin/", admin.site.urls),

@@ -3,45 +3,70 @@
 import django_filters
 from django import forms
 from django.db.models import Q
-from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 
+from h2htalk import display
 from scenarios.models import Persona, Scenario, Tag
-from scenarios.taxonomy import FLAG_LABELS, LANGUAGES, Dimension, RiskLevel, Subtask
+from scenarios.taxonomy import LANGUAGES, Dimension, RiskLevel, Subtask
 
+# The choices in the page's language (h2htalk.display's labels; the codes are the taxonomy's).
 FLAG_CHOICES = [
-    ("implicit_need", FLAG_LABELS["implicit_need"].capitalize()),
-    ("evolving_need", FLAG_LABELS["evolving_need"].capitalize()),
-    ("risk", f"Any {FLAG_LABELS['risk_level']}"),
+    ("implicit_need", _("Implicit need")),
+    ("evolving_need", _("Evolving need")),
+    ("risk", _("Any safety risk")),
 ]
+
+
+def _labelled(codes, labels):
+    return [(code, labels[code]) for code in codes]
+
 
 CHECKBOXES = forms.CheckboxSelectMultiple
 
 
 class ScenarioFilter(django_filters.FilterSet):
-    q = django_filters.CharFilter(method="filter_search", label="Search")
-    dimension = django_filters.MultipleChoiceFilter(choices=Dimension.choices, widget=CHECKBOXES)
-    subtask = django_filters.MultipleChoiceFilter(choices=Subtask.choices, widget=CHECKBOXES)
-    state = django_filters.MultipleChoiceFilter(choices=Scenario.State.choices, widget=CHECKBOXES)
-    language = django_filters.MultipleChoiceFilter(choices=LANGUAGES, widget=CHECKBOXES)
-    risk_level = django_filters.MultipleChoiceFilter(choices=RiskLevel.choices, widget=CHECKBOXES)
+    q = django_filters.CharFilter(method="filter_search", label=_("Search"))
+    dimension = django_filters.MultipleChoiceFilter(
+        choices=_labelled(Dimension.values, display.DIMENSION_LABELS),
+        widget=CHECKBOXES,
+        label=_("Dimension"),
+    )
+    subtask = django_filters.MultipleChoiceFilter(
+        choices=_labelled(Subtask.values, display.SUBTASK_LABELS),
+        widget=CHECKBOXES,
+        label=_("Subtask"),
+    )
+    state = django_filters.MultipleChoiceFilter(
+        choices=Scenario.State.choices, widget=CHECKBOXES, label=_("State")
+    )
+    language = django_filters.MultipleChoiceFilter(
+        choices=_labelled([code for code, _name in LANGUAGES], display.LANGUAGE_LABELS),
+        widget=CHECKBOXES,
+        label=_("Language"),
+    )
+    risk_level = django_filters.MultipleChoiceFilter(
+        choices=_labelled(RiskLevel.values, display.RISK_LABELS),
+        widget=CHECKBOXES,
+        label=_("Risk level"),
+    )
     # The schema type is declared: drf-spectacular cannot follow "tags__name" + to_field_name.
     tags = extend_schema_field(OpenApiTypes.STR)(
         django_filters.ModelMultipleChoiceFilter(
             field_name="tags__name",
             to_field_name="name",
             queryset=Tag.objects.all(),
-            label="Tags",
+            label=_("Tags"),
             method="filter_tags",
             widget=CHECKBOXES,  # ticked, never Ctrl-clicked
         )
     )
-    persona = django_filters.ModelChoiceFilter(queryset=Persona.objects.all())
+    persona = django_filters.ModelChoiceFilter(queryset=Persona.objects.all(), label=_("Persona"))
     flags = django_filters.MultipleChoiceFilter(
-        choices=FLAG_CHOICES, method="filter_flags", label="Flags", widget=CHECKBOXES
+        choices=FLAG_CHOICES, method="filter_flags", label=_("Flags"), widget=CHECKBOXES
     )
-    external_id = django_filters.CharFilter(lookup_expr="exact")
+    external_id = django_filters.CharFilter(lookup_expr="exact", label=_("External id"))
 
     class Meta:
         model = Scenario

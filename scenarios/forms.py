@@ -2,13 +2,15 @@ import json
 
 from django import forms
 from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext_lazy as _
 
+from h2htalk import display
 from h2htalk.formfields import MultipleFileField
 from scenarios import validation
 from scenarios.models import Persona, Scenario
 from scenarios.services import AUTHORED_FIELDS
 
-JSON_HELP = "JSON. Leave as [] when empty."
+JSON_HELP = _("JSON. Leave as [] when empty.")
 
 
 class PrettyJSONField(forms.JSONField):
@@ -23,13 +25,19 @@ class PrettyJSONField(forms.JSONField):
 
 
 class ScenarioForm(forms.ModelForm):
-    history = PrettyJSONField(required=False, help_text='[{"role": "user", "content": "…"}]')
-    memory = PrettyJSONField(
-        required=False, help_text='[{"content": "…", "category": "…", "importance": 0}]'
+    history = PrettyJSONField(
+        required=False, help_text=_('[{"role": "user", "content": "…"}]'), label=_("History")
     )
-    schedule = PrettyJSONField(required=False, help_text='[{"time": "09:00", "activity": "…"}]')
+    memory = PrettyJSONField(
+        required=False,
+        help_text=_('[{"content": "…", "category": "…", "importance": 0}]'),
+        label=_("Memory"),
+    )
+    schedule = PrettyJSONField(
+        required=False, help_text=_('[{"time": "09:00", "activity": "…"}]'), label=_("Schedule")
+    )
     tags_text = forms.CharField(
-        label="Tags", required=False, help_text="Separated by commas or semicolons."
+        label=_("Tags"), required=False, help_text=_("Separated by commas or semicolons.")
     )
 
     class Meta:
@@ -39,9 +47,22 @@ class ScenarioForm(forms.ModelForm):
             "user_message": forms.Textarea(attrs={"rows": 3}),
             "reference_response": forms.Textarea(attrs={"rows": 4}),
         }
+        labels = {
+            "external_id": _("External id"),
+            "subtask": _("Subtask"),
+            "persona": _("Persona"),
+            "language": _("Language"),
+            "user_message": _("User message"),
+            "reference_response": _("Reference response"),
+            "implicit_need": _("Implicit need"),
+            "evolving_need": _("Evolving need"),
+            "risk_level": _("Risk level"),
+            "source": _("Source"),
+        }
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        _name_choices(self.fields)
         if self.instance.pk:
             self.fields["tags_text"].initial = ", ".join(t.name for t in self.instance.tags.all())
 
@@ -83,6 +104,19 @@ class ScenarioForm(forms.ModelForm):
         return cleaned
 
 
+def _name_choices(fields) -> None:
+    """The taxonomy's choices in the page's language (the model's labels stay English)."""
+    for name, labels in (
+        ("subtask", display.SUBTASK_LABELS),
+        ("risk_level", display.RISK_LABELS),
+        ("language", display.LANGUAGE_LABELS),
+    ):
+        if name in fields:
+            fields[name].choices = [
+                (code, labels.get(code, label)) for code, label in fields[name].choices
+            ]
+
+
 class PersonaForm(forms.ModelForm):
     class Meta:
         model = Persona
@@ -91,20 +125,34 @@ class PersonaForm(forms.ModelForm):
             "character": forms.Textarea(attrs={"rows": 5}),
             "sap_block": forms.Textarea(attrs={"rows": 10}),
         }
+        labels = {
+            "name": _("Name"),
+            "summary": _("Summary"),
+            "character": _("Character"),
+            "language": _("Language"),
+            "sap_enabled": _("SAP block on"),
+            "sap_block": _("SAP block"),
+        }
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        _name_choices(self.fields)
 
 
 class ReviewForm(forms.Form):
-    action = forms.CharField()
-    comment = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    action = forms.CharField(label=_("Action"))
+    comment = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 2}), label=_("Comment")
+    )
 
 
 class ImportForm(forms.Form):
     FORMAT_CHOICES = [
-        ("auto", "Detect from the file"),
-        ("jsonl", "Platform JSONL"),
-        ("csv", "Platform CSV"),
-        ("release", 'H2HTalk release file ({"response": …} per line)'),
-        ("sharegpt", "ShareGPT messages (from/value)"),
+        ("auto", _("Detect from the file")),
+        ("jsonl", _("Platform JSONL")),
+        ("csv", _("Platform CSV")),
+        ("release", _('H2HTalk release file ({"response": …} per line)')),
+        ("sharegpt", _("ShareGPT messages (from/value)")),
     ]
     file = MultipleFileField(
         label=gettext_lazy("Files"),
@@ -113,14 +161,16 @@ class ImportForm(forms.Form):
             "and all of them are imported or none."
         ),
     )
-    format = forms.ChoiceField(choices=FORMAT_CHOICES, initial="auto")
+    format = forms.ChoiceField(choices=FORMAT_CHOICES, initial="auto", label=_("Format"))
     default_subtask = forms.ChoiceField(
         required=False,
-        choices=[("", "— from the file —"), *Scenario._meta.get_field("subtask").choices],
-        help_text="For rows (or release files) that do not name their subtask.",
+        choices=[("", _("— from the file —")), *display.SUBTASK_LABELS.items()],
+        help_text=_("For rows (or release files) that do not name their subtask."),
+        label=_("Default subtask"),
     )
     initial_state = forms.ChoiceField(
         choices=Scenario.State.choices,
         initial=Scenario.State.DRAFT,
-        help_text="State of new scenarios whose row does not name one.",
+        help_text=_("State of new scenarios whose row does not name one."),
+        label=_("Initial state"),
     )

@@ -70,7 +70,7 @@ def scenario_create(request):
         scenario = services.create_scenario(
             form.save(commit=False), request.user, form.cleaned_data["tags_text"]
         )
-        messages.success(request, "Scenario created.")
+        messages.success(request, _("Scenario created."))
         return redirect("scenarios:detail", pk=scenario.pk)
     return render(request, "scenarios/form.html", {"form": form, "scenario": None})
 
@@ -87,9 +87,11 @@ def scenario_edit(request, pk):
         if revision and revision.note == services.BACK_TO_REVIEW_NOTE:
             messages.warning(
                 request,
-                "Saved. The content of an approved scenario changed, so it is back in review: "
-                "the rating queue does not hand it out until it is approved again, and releases "
-                "leave out judgments made on the earlier text.",
+                _(
+                    "Saved. The content of an approved scenario changed, so it is back in review: "
+                    "the rating queue does not hand it out until it is approved again, and releases "
+                    "leave out judgments made on the earlier text."
+                ),
             )
         else:
             messages.success(request, "Saved." if revision else "Nothing changed.")
@@ -109,7 +111,11 @@ def scenario_review(request, pk):
                 services.add_comment(scenario, request.user, comment)
             else:
                 services.transition(scenario, request.user, action, comment)
-                messages.success(request, f"{services.ACTION_LABELS[action]}: done.")
+                messages.success(
+                    request,
+                    _("%(ACTION_LABELS)s: done.")
+                    % {"ACTION_LABELS": services.ACTION_LABELS[action]},
+                )
         except services.TransitionError as error:
             messages.error(request, str(error))
     return redirect("scenarios:detail", pk=pk)
@@ -203,6 +209,6 @@ def persona_edit(request, pk=None):
     form = PersonaForm(request.POST or None, instance=persona)
     if request.method == "POST" and form.is_valid():
         form.save()
-        messages.success(request, "Persona saved.")
+        messages.success(request, _("Persona saved."))
         return redirect("scenarios:personas")
     return render(request, "scenarios/persona_form.html", {"form": form, "persona": persona})

@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping
 from html import escape
 
 from django.utils.safestring import SafeString, mark_safe
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 FONT = 'font-family="system-ui, sans-serif"'
 TEXT = 12  # font size of every text in a chart
@@ -93,6 +95,17 @@ def ink(fill: str) -> str:
     return black if contrast(fill, black) >= contrast(fill, white) else white
 
 
+def _glyphs_per_char(text: str) -> float:
+    """1 for Latin text, up to 2 where wide (CJK) characters fill it."""
+    wide = sum(ord(char) >= 0x2E80 for char in text)
+    return 1 + wide / max(len(text), 1)
+
+
+def text_width(text: str) -> int:
+    """About how wide `text` is at the charts' font size (a CJK character counts twice)."""
+    return int(7 * len(text) * _glyphs_per_char(text))
+
+
 def _key(
     legend: tuple[str, list[tuple[str, str]]], top: float, width: float
 ) -> tuple[list[str], float]:
@@ -100,12 +113,12 @@ def _key(
     per colour, wrapped too. Returns the parts and the key's bottom."""
     title, swatches = legend
     parts, y = [], top
-    for line in textwrap.wrap(title, max(int((width - 12) / 6.6), 20)):
+    for line in textwrap.wrap(title, max(int((width - 12) / 6.6 / _glyphs_per_char(title)), 20)):
         y += 16
         parts.append(f'<text x="6" y="{y}" font-size="{TEXT}">{escape(line)}</text>')
     x, y = 6, y + 8
     for fill, label in swatches:
-        size = 26 + 7 * len(label)
+        size = 26 + text_width(label)
         if x + size > width and x > 6:
             x, y = 6, y + 20
         parts.append(
@@ -204,7 +217,7 @@ def heatmap_svg(
         for j, value in enumerate(row):
             note = title(i, j, value)
             if value is None:
-                cells[i].append({"fill": NO_VALUE, "title": note or "no value"})
+                cells[i].append({"fill": NO_VALUE, "title": note or _("no value")})
                 continue
             cells[i].append({"fill": fill(value), "text": text(value), "title": note or ""})
     meaning, stops = key
@@ -218,9 +231,9 @@ def heatmap_svg(
 
 
 RELIABILITY_SERIES = {  # judge name in a calibrated judge's document → legend label, colour
-    "calibrated": ("Calibrated judge", "#2c5d8f"),
-    "composite": ("Paper composite (slope fitted)", "#6b7785"),
-    "raw": ("Raw LLM judge", "#c2571a"),
+    "calibrated": (gettext_lazy("Calibrated judge"), "#2c5d8f"),
+    "composite": (gettext_lazy("Paper composite (slope fitted)"), "#6b7785"),
+    "raw": (gettext_lazy("Raw LLM judge"), "#c2571a"),
 }
 
 
@@ -236,19 +249,26 @@ def _reliability_points(table: Mapping) -> list[dict]:
 
 
 def _point_title(label: str, row: dict) -> str:
-    where = f"bin {row['lo']:.1f}–{row['hi']:.1f}, " if "lo" in row and "hi" in row else ""
-    count = f", {row['comparisons']} comparisons" if "comparisons" in row else ""
-    return (
-        f"{label}: {where}mean predicted {row['mean_p']:.3f}, observed {row['observed']:.3f}{count}"
+    where = (
+        _("bin %(lo).1f–%(hi).1f, ") % {"lo": row["lo"], "hi": row["hi"]}
+        if "lo" in row and "hi" in row
+        else ""
     )
+    count = _(", %(n)s comparisons") % {"n": row["comparisons"]} if "comparisons" in row else ""
+    numbers = {"predicted": row["mean_p"], "observed": row["observed"]}
+    said = _("mean predicted %(predicted).3f, observed %(observed).3f") % numbers
+    return f"{label}: {where}{said}{count}"
 
 
 def _reliability_axes(x, y, plot: float) -> list[str]:
+    perfect = escape(_("perfect calibration"))
+    predicted = escape(_("predicted P(A preferred), held out"))
+    observed = escape(_("observed share of votes for A"))
     parts = [
         f'<rect x="{x(0)}" y="{y(1)}" width="{plot}" height="{plot}" fill="#fff" '
         'stroke="#ccd3db"/>',
         f'<line x1="{x(0)}" y1="{y(0)}" x2="{x(1)}" y2="{y(1)}" stroke="#bbb" '
-        'stroke-dasharray="4 3"><title>perfect calibration</title></line>',
+        f'stroke-dasharray="4 3"><title>{perfect}</title></line>',
     ]
     for tick in (0, 0.25, 0.5, 0.75, 1):
         parts.append(
@@ -259,16 +279,16 @@ def _reliability_axes(x, y, plot: float) -> list[str]:
         )
     parts.append(
         f'<text x="{x(0.5)}" y="{y(0) + 34}" font-size="{TEXT}" text-anchor="middle">'
-        "predicted P(A preferred), held out</text>"
+        f"{predicted}</text>"
         f'<text x="14" y="{y(0.5)}" font-size="{TEXT}" text-anchor="middle" '
-        f'transform="rotate(-90 14 {y(0.5)})">observed share of votes for A</text>'
+        f'transform="rotate(-90 14 {y(0.5)})">{observed}</text>'
     )
     return parts
 
 
 def _reliability_legend(entries: list[tuple[str, str]], left: float, top: float) -> list[str]:
     """One line per judge (colour, label), then the dashed diagonal."""
-    parts = []
+    parts, perfect = [], escape(_("perfect calibration"))
     for k, (colour, label) in enumerate(entries):
         parts.append(
             f'<rect x="{left}" y="{top + 20 * k}" width="12" height="12" fill="{colour}"/>'
@@ -279,7 +299,7 @@ def _reliability_legend(entries: list[tuple[str, str]], left: float, top: float)
     parts.append(
         f'<line x1="{left}" y1="{y}" x2="{left + 12}" y2="{y}" stroke="#bbb" '
         'stroke-dasharray="4 3"/>'
-        f'<text x="{left + 17}" y="{y + 5}" font-size="{TEXT}">perfect calibration</text>'
+        f'<text x="{left + 17}" y="{y + 5}" font-size="{TEXT}">{perfect}</text>'
     )
     return parts
 
@@ -319,4 +339,4 @@ def reliability_svg(tables: Mapping[str, Mapping | None] | None, size: int = 420
     if not legend:
         return mark_safe("")
     parts += _reliability_legend(legend, margin, y(0) + 48)
-    return svg_document(size, y(0) + 70 + 20 * len(legend), "reliability diagram", parts)
+    return svg_document(size, y(0) + 70 + 20 * len(legend), _("reliability diagram"), parts)

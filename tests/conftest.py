@@ -8,6 +8,7 @@ from django.conf import settings as django_settings
 from django.contrib.auth.models import Group
 from django.db import transaction
 from django.test import override_settings
+from django.utils import translation
 
 from h2htalk.celery import app
 from h2htalk.roles import ADMIN, ANNOTATOR, RESEARCHER, ensure_role_groups
@@ -73,6 +74,16 @@ def make_user(django_user_model, username, role=None):
 def fast_password_hasher(settings):
     """Tests create many users; the production hasher is deliberately slow."""
     settings.PASSWORD_HASHERS = FAST_HASHERS
+
+
+@pytest.fixture(autouse=True)
+def default_language():
+    """Every test starts in the default language: a request whose user reads Chinese leaves
+    Chinese active in its thread (LocaleMiddleware activates and never resets), and a later test
+    of the same worker would read its messages in Chinese."""
+    translation.activate(django_settings.LANGUAGE_CODE)
+    yield
+    translation.activate(django_settings.LANGUAGE_CODE)
 
 
 @contextmanager

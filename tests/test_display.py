@@ -5,6 +5,7 @@ import math
 
 import pytest
 from django.template import Context, Template
+from django.utils import translation
 
 from annotation.models import RATING_DIMENSIONS
 from h2htalk import display
@@ -118,7 +119,8 @@ def test_generation_summary_says_imported_instead_of_zero_tokens():
     imported = GenerationRun.objects.create(name="files", kind=GenerationRun.Kind.IMPORT)
     generated = GenerationRun.objects.create(name="calls", kind=GenerationRun.Kind.GENERATE)
     bare = Response(run=imported, scenario=scenario, companion=companion, text="hi")
-    assert display.generation_summary(bare) == "imported"
+    with translation.override("en"):  # (its words follow the page's language)
+        assert display.generation_summary(bare) == "imported"
     full = Response(
         run=generated,
         scenario=scenario,
@@ -153,11 +155,12 @@ def test_filters_and_tags_need_no_load():
 
 def test_every_meaning_is_one_line_and_the_tags_render_it():
     for key, (name, text) in MEANINGS.items():
+        name, text = str(name), str(text)  # (lazy: in the page's language)
         assert name and text and "\n" not in text, key
         assert len(text) < 260, key  # a line, not a paragraph
     table = render('{% meanings "alpha" "log_loss" %}')
     assert 'data-meaning="alpha"' in table and 'data-meaning="log_loss"' in table
-    assert MEANINGS["alpha"][1] in table.replace("&#x27;", "'")
+    assert str(MEANINGS["alpha"][1]) in table.replace("&#x27;", "'")
     inline = render('{% meaning "ece" %}')
     assert 'data-meaning="ece"' in inline
     with pytest.raises(KeyError):

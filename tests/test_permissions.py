@@ -39,6 +39,7 @@ from tests.annotation import factories as campaign_factories
 from tests.conftest import make_user
 from tests.scenarios import factories
 from tests.scoring.test_calibration_support import stored_judge
+from webhooks.models import Delivery, Endpoint
 
 ANONYMOUS, NOROLE, ANNOTATOR, RESEARCHER, ADMIN = (
     "anonymous",
@@ -67,6 +68,7 @@ EXPECTED = {
     "set_roles": ADMINS,
     "set_active": ADMINS,
     "revoke_links": ADMINS,
+    "new_link": ADMINS,
     "create_users": ADMINS,
     # Setting a password from a one-time link: whoever holds the link (the token decides).
     "password_set": EVERYONE,
@@ -130,6 +132,7 @@ EXPECTED = {
     "campaigns:create": RESEARCH,
     "campaigns:set_count": RESEARCH,
     "campaigns:detail": RESEARCH,
+    "campaigns:live": RESEARCH,
     "campaigns:build_status": RESEARCH,
     "campaigns:edit": RESEARCH,
     "campaigns:state": RESEARCH,
@@ -176,6 +179,10 @@ EXPECTED = {
     "annotation:rate": RATING,
     "annotation:submit": RATING,
     "annotation:skip": RATING,
+    "annotation:rather_not": RATING,
+    "annotation:support": RATING,
+    "annotation:care": RATING,
+    "rate-care": RATING,
     "rate-campaign-list": RATING,
     "rate-campaign-next": RATING,
     "rate-assignment-submit": RATING,
@@ -231,10 +238,24 @@ EXPECTED = {
     "release-list": RESEARCH,
     "release-detail": RESEARCH,
     "release-compute": RESEARCH,
+    # Webhooks (objects: the endpoints of the campaigns one manages; the secret: its owner).
+    "webhooks:list": RESEARCH,
+    "webhooks:create": RESEARCH,
+    "webhooks:detail": RESEARCH,
+    "webhooks:edit": RESEARCH,
+    "webhooks:delete": RESEARCH,
+    "webhooks:delivery": RESEARCH,
+    "webhooks:resend": RESEARCH,
+    "webhook-endpoint-list": RESEARCH,
+    "webhook-endpoint-detail": RESEARCH,
+    "webhook-endpoint-deliveries": RESEARCH,
+    "webhook-delivery-detail": RESEARCH,
+    "webhook-delivery-resend": RESEARCH,
 }
 # Views that only accept POST: a GET by an allowed role is 405.
 POST_ONLY = {
     "logout",
+    "new_link",
     "set_language",
     "set_roles",
     "set_active",
@@ -259,6 +280,7 @@ POST_ONLY = {
     "scoring:agreement_exclusions",
     "annotation:submit",
     "annotation:skip",
+    "annotation:rather_not",
     "rate-campaign-next",
     "rate-assignment-submit",
     "rate-assignment-skip",
@@ -282,6 +304,9 @@ POST_ONLY = {
     "calibration-metrics",
     "releases:compute",
     "release-compute",
+    "webhooks:delete",
+    "webhooks:resend",
+    "webhook-delivery-resend",
 }
 # Views whose answer to an allowed role is a redirect (to that role's landing page).
 REDIRECTS = {"home", "releases:export"}  # the world's release is not computed: back to it
@@ -311,6 +336,11 @@ PK_OBJECT = {
     "run-cancel": "active_run",
     "response-detail": "response",
     "campaigns:detail": "campaign",
+    "campaigns:live": "campaign",
+    "campaigns:qualification": "campaign",
+    "campaigns:practice_add": "campaign",
+    "campaigns:practice_import": "campaign",
+    "campaigns:practice_delete": "campaign",
     "campaigns:build_status": "campaign",
     "campaigns:edit": "campaign",
     "campaigns:state": "campaign",
@@ -351,6 +381,15 @@ PK_OBJECT = {
     "releases:compute": "release",
     "release-detail": "release",
     "release-compute": "release",
+    "webhooks:detail": "webhook",
+    "webhooks:edit": "webhook",
+    "webhooks:delete": "webhook",
+    "webhook-endpoint-detail": "webhook",
+    "webhook-endpoint-deliveries": "webhook",
+    "webhooks:delivery": "webhook_delivery",
+    "webhooks:resend": "webhook_delivery",
+    "webhook-delivery-detail": "webhook_delivery",
+    "webhook-delivery-resend": "webhook_delivery",
 }
 # Which job a `job_id` URL parameter refers to (default: the scenario import preview).
 JOB_OBJECT = {
@@ -405,6 +444,8 @@ class World:
     verdict_job: Job
     calibrated_judge: CalibratedJudge
     release: Release
+    webhook: Endpoint  # the researcher's, for the world's campaign
+    webhook_delivery: Delivery  # failed: re-sending makes it pending
 
     def assignment_key(self, role) -> str:
         """An open item of the logged-in rater (others are refused before the key matters)."""
@@ -573,6 +614,12 @@ def make_world(users: dict, django_user_model) -> World:
         n_boot=100,
         compute_now=False,  # frozen and computed only by the compute probes: keeps this cheap
     )
+    webhook = Endpoint.objects.create(
+        owner=researcher, campaign=campaign, url="http://127.0.0.1:9/hooks", events=["job.failed"]
+    )
+    webhook_delivery = Delivery.objects.create(
+        endpoint=webhook, event="job.failed", payload={}, state=Delivery.State.FAILED
+    )
     target = make_user(django_user_model, "target1", "annotator")
     target.set_unusable_password()  # onboarded, no password yet: has a link to revoke
     target.save(update_fields=["password"])
@@ -595,6 +642,8 @@ def make_world(users: dict, django_user_model) -> World:
         verdict_job=verdict_job,
         calibrated_judge=calibrated_judge,
         release=release,
+        webhook=webhook,
+        webhook_delivery=webhook_delivery,
     )
 
 
@@ -732,6 +781,13 @@ def _rating_state(world):
     )
 
 
+def _with_content_notes(world):
+    """No data: the world's items get a risk level, so "I'd rather not" applies to them."""
+    scenarios = world.campaign.comparisons.values("scenario_id")
+    Scenario.objects.filter(pk__in=scenarios).update(risk_level="low")
+    return {}
+
+
 def _target_active(world):
     return get_user_model().objects.get(pk=world.target.pk).is_active
 
@@ -740,7 +796,17 @@ def _target_password(world):
     return get_user_model().objects.get(pk=world.target.pk).password
 
 
+def _webhook_state(world):
+    return (
+        Endpoint.objects.filter(pk=world.webhook.pk).exists(),
+        Delivery.objects.filter(pk=world.webhook_delivery.pk).values_list("state").first(),
+    )
+
+
 PROBES = {
+    "webhooks:delete": Probe(data=lambda w: {"confirmed": "1"}, state=_webhook_state),
+    "webhooks:resend": Probe(data=lambda w: {}, state=_webhook_state),
+    "webhook-delivery-resend": Probe(data=lambda w: {}, state=_webhook_state),
     "set_roles": Probe(
         data=lambda w: {"roles": ["admin", "researcher"]},
         state=lambda w: sorted(w.target.groups.values_list("name", flat=True)),
@@ -748,6 +814,7 @@ PROBES = {
     "set_active": Probe(data=lambda w: {"active": "0"}, state=_target_active),
     "user-deactivate": Probe(data=lambda w: {}, state=_target_active),
     "revoke_links": Probe(data=lambda w: {}, state=_target_password),
+    "new_link": Probe(data=lambda w: {}, state=_target_password),
     "user-revoke-links": Probe(data=lambda w: {}, state=_target_password),
     "create_users": Probe(
         data=lambda w: {
@@ -786,6 +853,7 @@ PROBES = {
     ),
     "annotation:submit": Probe(data=lambda w: {"preference": "0"}, state=_rating_state),
     "annotation:skip": Probe(data=lambda w: {"skip_reason": "other"}, state=_rating_state),
+    "annotation:rather_not": Probe(data=_with_content_notes, state=_rating_state),
     "rate-campaign-next": Probe(data=lambda w: {}, state=_rating_state),
     "rate-assignment-submit": Probe(data=lambda w: {"preference": 0}, state=_rating_state),
     "rate-assignment-skip": Probe(data=lambda w: {"reason": "other"}, state=_rating_state),

@@ -1,14 +1,17 @@
 from django import forms
 from django.contrib.auth.forms import SetPasswordForm
+from django.utils.translation import gettext_lazy as _
 
 from h2htalk import uploads
 
 
 class UsersFileForm(forms.Form):
     file = forms.FileField(
-        label="Users CSV",
-        help_text="Columns username,email,role,campaigns (campaigns: names or ids separated "
-        "by ';'). All rows or none are taken.",
+        label=_("Users CSV"),
+        help_text=_(
+            "Columns username,email,role,campaigns (campaigns: names or ids separated "
+            "by ';'). All rows or none are taken."
+        ),
     )
 
     def clean_file(self):

@@ -65,6 +65,7 @@ def revoke_links(request, user_id):
 
 
 @require_POST
+@require_POST  # it changes the user's password: never on a GET
 @role_required(ADMIN)
 @never_cache  # the link is shown once and kept nowhere
 def new_link(request, user_id):

@@ -7,17 +7,20 @@ from django.utils.translation import gettext_lazy
 
 from h2htalk import display
 from h2htalk.meanings import MEANINGS, meaning_rows
-from scenarios.taxonomy import FLAG_LABELS
 
 register = template.Library()
 
-register.filter("subtask_name", lambda code: display.SUBTASK_NAMES.get(code, code))
-register.filter("dimension_name", lambda code: display.DIMENSION_NAMES.get(code, code))
-register.filter("group_name", display.group_name)
-register.filter("scenario_name", display.scenario_name)
-register.filter("label_name", display.label_name)
+# Pages show names in their language; frozen documents and files keep the English of h2htalk.display's
+# *_name functions.
+register.filter("subtask_name", display.subtask_label)
+register.filter("dimension_name", display.dimension_label)
+register.filter("risk_name", display.risk_label)
+register.filter("scenario_language", display.language_label)
+register.filter("group_name", display.group_label)
+register.filter("scenario_name", display.scenario_label)
+register.filter("label_name", display.label_title)
 register.filter("importance", display.importance_name)
-register.filter("flag_name", lambda code: FLAG_LABELS.get(code, code))
+register.filter("flag_name", display.flag_label)
 register.filter("duration", display.duration)
 register.filter("duration_ms", display.duration_ms)
 register.filter("percent", display.percent)

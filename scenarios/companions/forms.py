@@ -2,6 +2,8 @@ import os
 
 from django import forms
 from django.http import QueryDict
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from h2htalk import endpoint_checks
 from h2htalk.formfields import ModelMultipleChoiceField
@@ -26,19 +28,30 @@ class CompanionForm(forms.ModelForm):
     base_url = forms.URLField(
         required=False,
         assume_scheme="http",
-        help_text="Chat-completions base URL, e.g. http://127.0.0.1:8001/v1",
+        help_text=_("Chat-completions base URL, e.g. http://127.0.0.1:8001/v1"),
+        label=_("Base url"),
     )
     params = forms.JSONField(
         required=False,
         initial=dict,
         widget=forms.Textarea(attrs={"rows": 3, "class": "mono"}),
-        help_text='Sent with every request, e.g. {"temperature": 0.7, "max_tokens": 400}.',
+        help_text=_('Sent with every request, e.g. {"temperature": 0.7, "max_tokens": 400}.'),
+        label=_("Params"),
     )
 
     class Meta:
         model = CompanionModel
         fields = COMPANION_FIELDS
         widgets = {"notes": forms.Textarea(attrs={"rows": 2})}
+        labels = {
+            "name": _("Name"),
+            "provider": _("Provider"),
+            "model_id": _("Model id"),
+            "api_key_env": _("API key variable"),
+            "max_concurrency": _("Max concurrency"),
+            "timeout_seconds": _("Timeout seconds"),
+            "notes": _("Notes"),
+        }
 
     def clean_params(self):
         return endpoint_checks.clean_params(self.cleaned_data.get("params"))
@@ -53,7 +66,7 @@ class CompanionForm(forms.ModelForm):
             cleaned.get("base_url") and cleaned.get("model_id")
         ):
             raise forms.ValidationError(
-                "A companion that generates needs a base URL and a model id."
+                gettext("A companion that generates needs a base URL and a model id.")
             )
         return cleaned
 
@@ -67,19 +80,25 @@ def key_status(companion: CompanionModel) -> str:
 
 class GenerationRunForm(forms.ModelForm):
     scenario_query = forms.CharField(
-        label="Scenarios",
+        label=_("Scenarios"),
         required=False,
-        help_text="A filter from the scenario list (its query string); empty = all approved.",
+        help_text=_("A filter from the scenario list (its query string); empty = all approved."),
         widget=forms.TextInput(attrs={"class": "mono"}),
     )
     companions = ModelMultipleChoiceField(
         queryset=CompanionModel.objects.exclude(provider=CompanionModel.Provider.IMPORTED),
         widget=forms.CheckboxSelectMultiple,
+        label=_("Companions"),
     )
 
     class Meta:
         model = GenerationRun
         fields = ["name", "scenario_query", "companions", "sap_enabled", "token_budget"]
+        labels = {
+            "name": _("Name"),
+            "sap_enabled": _("SAP block on"),
+            "token_budget": _("Token budget"),
+        }
 
     def clean_scenario_query(self):
         query = self.cleaned_data["scenario_query"].strip().lstrip("?")
@@ -90,18 +109,23 @@ class GenerationRunForm(forms.ModelForm):
             raise forms.ValidationError(describe_errors(filterset))
         self.selected_scenarios = filterset.qs
         if not self.selected_scenarios.exists():
-            raise forms.ValidationError("No scenario matches this filter.")
+            raise forms.ValidationError(gettext("No scenario matches this filter."))
         return query or "state=approved"
 
 
 class ResponseImportForm(forms.Form):
     file = forms.FileField(
-        help_text="A .zip of the released evaluator layout (one folder per model, "
-        "<subtask>.jsonl inside) or a platform .jsonl."
+        help_text=_(
+            "A .zip of the released evaluator layout (one folder per model, "
+            "<subtask>.jsonl inside) or a platform .jsonl."
+        ),
+        label=_("File"),
     )
     run_name = forms.CharField(
         max_length=120,
         required=False,
-        help_text="The import run the responses go into (new or existing). "
-        "Empty: named after the file.",
+        help_text=_(
+            "The import run the responses go into (new or existing). Empty: named after the file."
+        ),
+        label=_("Run name"),
     )

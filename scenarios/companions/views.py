@@ -5,6 +5,7 @@ from django.db.models import Count, Q
 from django.http import HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from h2htalk import csvexport, jobs, uploads
@@ -35,7 +36,7 @@ def companion_edit(request, pk=None):
     form = CompanionForm(request.POST or None, instance=companion)
     if request.method == "POST" and form.is_valid():
         form.save()
-        messages.success(request, "Companion saved.")
+        messages.success(request, _("Companion saved."))
         return redirect("companions:list")
     return render(request, "companions/form.html", {"form": form, "companion": companion})
 
@@ -58,7 +59,7 @@ def run_create(request):
         run = form.save(commit=False)
         run.created_by = request.user
         services.start_run(run, form.cleaned_data["companions"], form.selected_scenarios)
-        messages.success(request, "Run queued.")
+        messages.success(request, _("Run queued."))
         return redirect("companions:run", pk=run.pk)
     return render(request, "companions/run_form.html", {"form": form})
 
@@ -100,7 +101,7 @@ def run_progress(request, pk):
 def run_cancel(request, pk):
     run = get_object_or_404(GenerationRun, pk=pk, kind=GenerationRun.Kind.GENERATE)
     generation.request_cancel(run)
-    messages.info(request, "Cancel requested: requests in flight finish, no new ones start.")
+    messages.info(request, _("Cancel requested: requests in flight finish, no new ones start."))
     return redirect("companions:run", pk=pk)
 
 
@@ -109,12 +110,12 @@ def run_cancel(request, pk):
 def run_resume(request, pk):
     run = get_object_or_404(GenerationRun, pk=pk, kind=GenerationRun.Kind.GENERATE)
     if services.is_going(run):
-        messages.error(request, "The run is already going.")
+        messages.error(request, _("The run is already going."))
     elif not services.set_token_budget(run, request.POST.get("token_budget", "")):
-        messages.error(request, "The token budget must be a whole number.")
+        messages.error(request, _("The token budget must be a whole number."))
     else:
         queue_run(run)
-        messages.success(request, "Resumed: only missing or failed responses are generated.")
+        messages.success(request, _("Resumed: only missing or failed responses are generated."))
     return redirect("companions:run", pk=pk)
 
 

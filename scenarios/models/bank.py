@@ -3,6 +3,7 @@ import json
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
 
 from scenarios.taxonomy import DEFAULT_SAP_BLOCK, LANGUAGES, Dimension, RiskLevel, Subtask
 
@@ -20,14 +21,15 @@ class Persona(models.Model):
 
     name = models.CharField(max_length=120, unique=True)
     summary = models.CharField(
-        max_length=500, blank=True, help_text="One or two sentences shown to annotators."
+        max_length=500, blank=True, help_text=_("One or two sentences shown to annotators.")
     )
     character = models.TextField(
-        blank=True, help_text="Who the companion is: background, voice, relationship to the user."
+        blank=True,
+        help_text=_("Who the companion is: background, voice, relationship to the user."),
     )
     language = models.CharField(max_length=10, choices=LANGUAGES, default="zh")
     sap_enabled = models.BooleanField(
-        "SAP block on", default=True, help_text="Switch off for ablation runs."
+        "SAP block on", default=True, help_text=_("Switch off for ablation runs.")
     )
     sap_block = models.TextField("SAP block", default=DEFAULT_SAP_BLOCK)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -60,10 +62,10 @@ class Tag(models.Model):
 
 class Scenario(models.Model):
     class State(models.TextChoices):
-        DRAFT = "draft", "Draft"
-        IN_REVIEW = "in_review", "In review"
-        APPROVED = "approved", "Approved"
-        RETIRED = "retired", "Retired"
+        DRAFT = "draft", _("Draft")
+        IN_REVIEW = "in_review", _("In review")
+        APPROVED = "approved", _("Approved")
+        RETIRED = "retired", _("Retired")
 
     external_id = models.CharField(max_length=100, blank=True)
     dimension = models.CharField(max_length=20, choices=Dimension.choices, editable=False)
@@ -75,25 +77,25 @@ class Scenario(models.Model):
         encoder=UnicodeJSONEncoder,
         default=list,
         blank=True,
-        help_text='Turns before the final message: [{"role", "content"}]',
+        help_text=_('Turns before the final message: [{"role", "content"}]'),
     )
     memory = models.JSONField(
         encoder=UnicodeJSONEncoder,
         default=list,
         blank=True,
-        help_text='Memory entries: [{"content", "category", "importance": 0|1|2}]',
+        help_text=_('Memory entries: [{"content", "category", "importance": 0|1|2}]'),
     )
     schedule = models.JSONField(
         encoder=UnicodeJSONEncoder,
         default=list,
         blank=True,
-        help_text='Today\'s plan: [{"time": "HH:MM", "activity"}]',
+        help_text=_('Today\'s plan: [{"time": "HH:MM", "activity"}]'),
     )
     user_message = models.TextField(blank=True)
     reference_response = models.TextField(blank=True)
     implicit_need = models.BooleanField(default=False)
     evolving_need = models.BooleanField(
-        default=False, help_text="The user's need changes during the conversation."
+        default=False, help_text=_("The user's need changes during the conversation.")
     )
     risk_level = models.CharField(max_length=10, choices=RiskLevel.choices, default=RiskLevel.NONE)
     language = models.CharField(max_length=10, choices=LANGUAGES, default="zh")
@@ -154,10 +156,10 @@ class Revision(models.Model):
     """One change to a scenario: who, when, what (a full snapshot plus the changed fields)."""
 
     class Action(models.TextChoices):
-        CREATED = "created"
-        EDITED = "edited"
-        IMPORTED = "imported"
-        STATE = "state", "State change"
+        CREATED = "created", _("Created")
+        EDITED = "edited", _("Edited")
+        IMPORTED = "imported", _("Imported")
+        STATE = "state", _("State change")
 
     scenario = models.ForeignKey(Scenario, on_delete=models.CASCADE, related_name="revisions")
     number = models.PositiveIntegerField()
@@ -169,7 +171,7 @@ class Revision(models.Model):
     note = models.CharField(max_length=300, blank=True)
     snapshot = models.JSONField(encoder=UnicodeJSONEncoder)
     changes = models.JSONField(
-        encoder=UnicodeJSONEncoder, default=dict, help_text="{field: [old, new]}"
+        encoder=UnicodeJSONEncoder, default=dict, help_text=_("{field: [old, new]}")
     )
 
     class Meta:
@@ -184,9 +186,9 @@ class Revision(models.Model):
 
 class ReviewComment(models.Model):
     class Kind(models.TextChoices):
-        COMMENT = "comment"
-        APPROVE = "approve", "Approved"
-        REQUEST_CHANGES = "request_changes", "Requested changes"
+        COMMENT = "comment", _("Comment")
+        APPROVE = "approve", _("Approved")
+        REQUEST_CHANGES = "request_changes", _("Requested changes")
 
     scenario = models.ForeignKey(Scenario, on_delete=models.CASCADE, related_name="comments")
     author = models.ForeignKey(

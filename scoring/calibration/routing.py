@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
+from django.utils.translation import gettext_lazy
 
 from annotation.models import Campaign, Comparison, Judgment
 from scenarios.models import Response
@@ -40,8 +41,8 @@ if TYPE_CHECKING:
 
 UNCERTAIN, COMPOSITE = "uncertain", "composite"
 MODES = [
-    (UNCERTAIN, "Least confident calibrated judge (smallest |p − ½|)"),
-    (COMPOSITE, "Low H2HTalk composite (below a threshold)"),
+    (UNCERTAIN, gettext_lazy("Least confident calibrated judge (smallest |p − ½|)")),
+    (COMPOSITE, gettext_lazy("Low H2HTalk composite (below a threshold)")),
 ]
 INLINE_METRICS = 2_000
 DEFAULT_COUNT = 100  # comparisons routed when no number is given

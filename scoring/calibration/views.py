@@ -10,6 +10,7 @@ from django.db import transaction
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from h2htalk.params import int_param
@@ -49,14 +50,14 @@ def calibration_create(request):
         if fitting.needs_job(campaign):
             with transaction.atomic():
                 job = tasks.queue_fit_job(request.user, campaign, **arguments)
-            messages.info(request, "A large calibration: it runs in the background.")
+            messages.info(request, _("A large calibration: it runs in the background."))
             return redirect(f"{reverse('calibration:list')}#job-{job.pk}")
         try:
             judge = fitting.fit(campaign, user=request.user, **arguments)
         except catalogue.FeatureError as error:
             form.add_error(None, str(error))
         else:
-            messages.success(request, f"{judge} fitted.")
+            messages.success(request, _("%(judge)s fitted.") % {"judge": judge})
             return redirect("calibration:detail", pk=judge.pk)
     return render(request, "calibration/form.html", {"form": form})
 
@@ -98,9 +99,12 @@ def calibration_import(request):
             form.add_error("document", str(error))
         else:
             if created:
-                messages.success(request, f"{judge} imported.")
+                messages.success(request, _("%(judge)s imported.") % {"judge": judge})
             else:
-                messages.info(request, f"{judge} is already here with the same document.")
+                messages.info(
+                    request,
+                    _("%(judge)s is already here with the same document.") % {"judge": judge},
+                )
             return redirect("calibration:detail", pk=judge.pk)
     return render(request, "calibration/import.html", {"form": form})
 
@@ -121,8 +125,10 @@ def calibration_route(request):
         else:
             messages.success(
                 request,
-                f"Campaign {campaign.name} created as a draft with {len(routed.comparisons)} "
-                "routed comparisons; add annotators on Edit, then open it.",
+                _(
+                    "Campaign %(name)s created as a draft with %(len)s routed comparisons; add annotators on Edit, then open it."
+                )
+                % {"name": campaign.name, "len": len(routed.comparisons)},
             )
             return redirect("campaigns:detail", pk=campaign.pk)
     return render(request, "calibration/route.html", {"form": form})
@@ -133,7 +139,7 @@ def calibration_route(request):
 def calibration_metrics(request):
     form = MetricsForm(request.POST, user=request.user)
     if not form.is_valid():
-        messages.error(request, "Choose a campaign you manage.")
+        messages.error(request, _("Choose a campaign you manage."))
         return redirect("calibration:list")
     with transaction.atomic():
         job = queue_metrics_job(
@@ -143,5 +149,5 @@ def calibration_metrics(request):
             embedding=form.cleaned_data["embedding"] or None,
             profile=form.cleaned_data["profile"] or None,
         )
-    messages.info(request, "Computing reference metrics in the background.")
+    messages.info(request, _("Computing reference metrics in the background."))
     return redirect(f"{reverse('calibration:list')}#job-{job.pk}")

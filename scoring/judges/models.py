@@ -2,6 +2,7 @@
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from annotation.models import Campaign
 from h2htalk.models import BackgroundRun, EndpointConfig
@@ -11,13 +12,13 @@ class JudgeConfig(EndpointConfig):
     """An LLM judge: endpoint, model, rubric, mode and sampling."""
 
     class Mode(models.TextChoices):
-        SINGLE = "single", "Single-answer grading (1–10 per dimension)"
-        PAIRWISE = "pairwise", "Pairwise (which is better), both orders"
+        SINGLE = "single", _("Single-answer grading (1–10 per dimension)")
+        PAIRWISE = "pairwise", _("Pairwise (which is better), both orders")
 
     mode = models.CharField(max_length=10, choices=Mode.choices, default=Mode.SINGLE)
-    rubric = models.TextField(help_text="The judge's instructions (a default is provided).")
+    rubric = models.TextField(help_text=_("The judge's instructions (a default is provided)."))
     temperature = models.FloatField(default=0.0)
-    samples = models.PositiveSmallIntegerField(default=1, help_text="Verdicts per item.")
+    samples = models.PositiveSmallIntegerField(default=1, help_text=_("Verdicts per item."))
 
     def request_params(self) -> dict:
         """The judge's temperature is part of every request."""
@@ -34,10 +35,10 @@ class JudgeRun(BackgroundRun):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="judge_runs",
-        help_text="Pairwise runs judge this campaign's comparisons.",
+        help_text=_("Pairwise runs judge this campaign's comparisons."),
     )
     responses = models.ManyToManyField("scenarios.Response", blank=True, related_name="+")
-    imported = models.BooleanField(default=False, help_text="Verdicts imported from a file.")
+    imported = models.BooleanField(default=False, help_text=_("Verdicts imported from a file."))
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -48,10 +49,10 @@ class JudgeVerdict(models.Model):
     order the judge saw them (both orders are separate rows). Raw output is always kept."""
 
     class Parse(models.TextChoices):
-        STRICT = "strict", "Strict JSON"
-        FALLBACK = "fallback", "Recovered by the tolerant parser"
-        FAILED = "failed", "Unparseable"
-        ERROR = "error", "Request failed"
+        STRICT = "strict", _("Strict JSON")
+        FALLBACK = "fallback", _("Recovered by the tolerant parser")
+        FAILED = "failed", _("Unparseable")
+        ERROR = "error", _("Request failed")
 
     run = models.ForeignKey(JudgeRun, on_delete=models.CASCADE, related_name="verdicts")
     response = models.ForeignKey(
@@ -66,10 +67,10 @@ class JudgeVerdict(models.Model):
     sample = models.PositiveSmallIntegerField(default=0)
     parse = models.CharField(max_length=10, choices=Parse.choices)
     scores = models.JSONField(
-        default=dict, blank=True, help_text="Single: {dimension: 1..10}. Pairwise: {}."
+        default=dict, blank=True, help_text=_("Single: {dimension: 1..10}. Pairwise: {}.")
     )
     winner = models.CharField(
-        max_length=6, blank=True, help_text="Pairwise: first / second / tie (as seen)."
+        max_length=6, blank=True, help_text=_("Pairwise: first / second / tie (as seen).")
     )
     rationale = models.TextField(blank=True)
     raw_output = models.TextField(blank=True)

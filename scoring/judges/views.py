@@ -4,6 +4,7 @@ with their raw outputs), the bias report per configuration, and the verdict impo
 from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from h2htalk import csvexport, jobs, sweeper, uploads
@@ -40,7 +41,7 @@ def config_edit(request, pk=None):
     form = JudgeConfigForm(request.POST or None, instance=config, initial=initial)
     if request.method == "POST" and form.is_valid():
         form.save()
-        messages.success(request, "Judge saved.")
+        messages.success(request, _("Judge saved."))
         return redirect("judges:list")
     context = {
         "form": form,
@@ -68,7 +69,7 @@ def run_create(request):
         run = form.save(commit=False)
         run.created_by = request.user
         services.start_run(run, form.selected_responses)
-        messages.success(request, "Judge run queued.")
+        messages.success(request, _("Judge run queued."))
         return redirect("judges:run", pk=run.pk)
     return render(request, "judges/run_form.html", {"form": form})
 
@@ -95,7 +96,7 @@ def run_progress(request, pk):
 def run_cancel(request, pk):
     run = get_object_or_404(JudgeRun, pk=pk, imported=False)
     judging.request_cancel(run)
-    messages.info(request, "Cancel requested: requests in flight finish, no new ones start.")
+    messages.info(request, _("Cancel requested: requests in flight finish, no new ones start."))
     return redirect("judges:run", pk=pk)
 
 
@@ -104,17 +105,19 @@ def run_cancel(request, pk):
 def run_resume(request, pk):
     run = get_object_or_404(JudgeRun, pk=pk, imported=False)
     if judging.is_going(run):
-        messages.error(request, "The run is already going.")
+        messages.error(request, _("The run is already going."))
     else:
         budget = request.POST.get("token_budget", "").strip()
         if budget:
             if parse_int(budget) is None:
-                messages.error(request, "The token budget must be a whole number.")
+                messages.error(request, _("The token budget must be a whole number."))
                 return redirect("judges:run", pk=pk)
             run.token_budget = parse_int(budget)
             run.save(update_fields=["token_budget"])
         queue_judge_run(run)
-        messages.success(request, "Resumed: only missing verdicts and failed requests are redone.")
+        messages.success(
+            request, _("Resumed: only missing verdicts and failed requests are redone.")
+        )
     return redirect("judges:run", pk=pk)
 
 

@@ -1,6 +1,7 @@
 """The form that freezes a new benchmark release."""
 
 from django import forms
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from annotation.access import managed_campaigns
@@ -13,30 +14,39 @@ MIN_BOOT, MAX_BOOT = 100, 10_000
 
 
 class ReleaseForm(forms.Form):
-    name = forms.CharField(max_length=150)
-    description = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
+    name = forms.CharField(max_length=150, label=_("Name"))
+    description = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 2}), required=False, label=_("Description")
+    )
     campaign = forms.ModelChoiceField(
-        queryset=None, help_text="Human judgments and the responses' runs come from here."
+        queryset=None,
+        help_text=_("Human judgments and the responses' runs come from here."),
+        label=_("Campaign"),
     )
     companions = ModelMultipleChoiceField(
         queryset=CompanionModel.objects.all(),
         required=False,
-        help_text="Companions to rank (at least two of the campaign's); none chosen: all of "
-        "the campaign's companions.",
+        help_text=_(
+            "Companions to rank (at least two of the campaign's); none chosen: all of "
+            "the campaign's companions."
+        ),
+        label=_("Companions"),
     )
     anchor = forms.ModelChoiceField(
         queryset=CompanionModel.objects.all(),
-        help_text="Win rates are reported against this companion.",
+        help_text=_("Win rates are reported against this companion."),
+        label=_("Anchor"),
     )
     judge = forms.ModelChoiceField(
         queryset=None,
         required=False,
-        empty_label="— no judge (humans and reference metrics only) —",
-        help_text="A calibrated judge scores every pair of responses on every scenario.",
+        empty_label=_("— no judge (humans and reference metrics only) —"),
+        help_text=_("A calibrated judge scores every pair of responses on every scenario."),
+        label=_("Judge"),
     )
-    seed = forms.IntegerField(min_value=0, max_value=2**31 - 1, initial=0)
+    seed = forms.IntegerField(min_value=0, max_value=2**31 - 1, initial=0, label=_("Seed"))
     n_boot = forms.IntegerField(
-        label="Bootstrap draws", min_value=MIN_BOOT, max_value=MAX_BOOT, initial=1000
+        label=_("Bootstrap draws"), min_value=MIN_BOOT, max_value=MAX_BOOT, initial=1000
     )
     style_control = forms.BooleanField(
         label=_("Style control"),
@@ -64,7 +74,7 @@ class ReleaseForm(forms.Form):
     def clean_name(self):
         name = self.cleaned_data["name"].strip()
         if Release.objects.filter(name=name).exists():
-            raise forms.ValidationError("A release with this name exists.")
+            raise forms.ValidationError(gettext("A release with this name exists."))
         return name
 
     def clean(self):

@@ -1,10 +1,12 @@
 """The leaderboard page of a computed release: the rows of its tables and every plot, from the
 stored numbers (Release.result.data) only."""
 
-from scenarios.taxonomy import Dimension, Subtask
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
+from h2htalk.display import group_label
 from scoring.charts import reliability_svg
 from scoring.releases import style_tables
-from scoring.releases.flags import LABELS as FLAG_LABELS
 from scoring.releases.formats import group_scopes, ordered
 from scoring.releases.plots import (
     group_heatmap_svg,
@@ -13,11 +15,14 @@ from scoring.releases.plots import (
     win_rate_svg,
 )
 
-GROUP_LABELS = {**dict(Dimension.choices), **dict(Subtask.choices), **FLAG_LABELS}
-KINDS = {  # what a group table's heading says it is a part of
-    "implicit_need": "implicit-need flag",
-    "evolving_need": "evolving-need flag",
-    "risk_level": "risk level",
+# What a group table's heading says it is a part of, in the page's language (the stored numbers
+# and the exports keep the English of scoring.releases.flags and h2htalk.display.group_name).
+KINDS = {
+    "dimension": gettext_lazy("dimension"),
+    "subtask": gettext_lazy("subtask"),
+    "implicit_need": gettext_lazy("implicit-need flag"),
+    "evolving_need": gettext_lazy("evolving-need flag"),
+    "risk_level": gettext_lazy("risk level"),
 }
 
 
@@ -82,7 +87,7 @@ def _group_tables(data: dict, order, names, scopes) -> list[dict]:
                     "kind": KINDS.get(title, title),
                     "open": title in ("dimension", "implicit_need", "evolving_need"),
                     "group": group,
-                    "label": GROUP_LABELS.get(group, group),
+                    "label": group_label(group),
                     "votes": block.get("votes", 0),
                     "skipped": block.get("skipped", ""),
                     "judge_skipped": (judge_block or {}).get("skipped", ""),
@@ -142,16 +147,16 @@ def _heatmaps(data: dict, names: list[str], order: list[int]) -> dict:
     if composite:
         present = [g for g in subtasks if g in composite]
         plots["composite_heatmap"] = group_heatmap_svg(
-            names, order, present, composite, "composite", 3
+            names, order, present, composite, _("composite"), 3
         )
     values, extra = _elo_by_subtask(data, "human", n, with_votes=True)
     plots["human_heatmap"] = group_heatmap_svg(
-        names, order, subtasks, values, "human Elo", 0, centre=1000, extra=extra
+        names, order, subtasks, values, _("human Elo"), 0, centre=1000, extra=extra
     )
     if data["judge"]:
         values, extra = _elo_by_subtask(data, "judge", n, with_votes=False)
         plots["judge_heatmap"] = group_heatmap_svg(
-            names, order, subtasks, values, "judge Elo", 0, centre=1000, extra=extra
+            names, order, subtasks, values, _("judge Elo"), 0, centre=1000, extra=extra
         )
     return plots
 
@@ -161,9 +166,9 @@ def _matrices(data: dict, names: list[str], order: list[int]) -> dict:
     judge = (data["judge"] or {}).get("overall")
     plots = {}
     if human.get("p_better"):
-        plots["human_significance"] = significance_svg(names, human, order, "Humans")
+        plots["human_significance"] = significance_svg(names, human, order, _("Humans"))
     if judge and judge.get("p_better"):
-        plots["judge_significance"] = significance_svg(names, judge, order, "Judge")
+        plots["judge_significance"] = significance_svg(names, judge, order, _("Judge"))
     if any(any(row) for row in data["win_matrix"]["games"]):
         plots["win_rate_plot"] = win_rate_svg(
             names, data["win_matrix"]["wins"], data["win_matrix"]["games"], order
@@ -175,7 +180,7 @@ def _methods(data: dict) -> list[str]:
     human = data["human"]["overall"]
     judge = (data["judge"] or {}).get("overall")
     methods = [human.get("method") or f"Humans: {human.get('skipped', 'no votes')}."]
-    if judge:
+    if judge:  # (the stored method notes are English: the page shows them as such, lang="en")
         methods.append(judge.get("method") or f"Judge: {judge.get('skipped')}.")
     return methods
 
@@ -236,7 +241,7 @@ def _struggles(data: dict, names: list[str], order: list[int]) -> dict | None:
         {
             "flag": f,
             "source": source,
-            "title": f"{FLAG_LABELS[differences[f]['from']]} − {FLAG_LABELS[differences[f]['on']]}",
+            "title": _title(differences[f]),
             "skipped": (differences[f][source] or {}).get("skipped", ""),
         }
         for f in flags
@@ -256,10 +261,15 @@ def _struggles(data: dict, names: list[str], order: list[int]) -> dict | None:
     return {"columns": columns, "rows": rows, "note": differences["note"], "shared": shared}
 
 
+def _title(entry: dict) -> str:
+    """ "explicit need − implicit need", in the page's language."""
+    return f"{group_label(entry['from'])} − {group_label(entry['on'])}"
+
+
 def _shared(entry: dict, flag: str) -> dict:
     """The field's shared shift on a flag, for the page (scoring.releases.shared_shift)."""
-    title = f"{FLAG_LABELS[entry['from']]} − {FLAG_LABELS[entry['on']]}"
-    shared = entry.get("shared") or {"skipped": "not computed for this release"}
+    title = _title(entry)
+    shared = entry.get("shared") or {"skipped": _("not computed for this release")}
     if shared.get("skipped"):
         return {"flag": flag, "title": title, "skipped": shared["skipped"]}
     digits = 0 if shared["unit"] == "Elo" else 3

@@ -2,6 +2,7 @@
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from annotation.models import Campaign
 from scoring.calibration.models import CalibratedJudge
@@ -13,10 +14,10 @@ class Release(models.Model):
     those inputs only, and `manage.py benchmark_report RELEASE --check` reproduces them."""
 
     class State(models.TextChoices):
-        PENDING = "pending", "Waiting to be frozen and computed"
-        COMPUTING = "computing", "Computing"
-        READY = "ready", "Ready"
-        FAILED = "failed", "Failed"
+        PENDING = "pending", _("Waiting to be frozen and computed")
+        COMPUTING = "computing", _("Computing")
+        READY = "ready", _("Ready")
+        FAILED = "failed", _("Failed")
 
     name = models.CharField(max_length=150, unique=True)
     description = models.TextField(blank=True)
@@ -24,16 +25,16 @@ class Release(models.Model):
         Campaign,
         on_delete=models.PROTECT,
         related_name="releases",
-        help_text="Where the human judgments (and the responses' runs) come from.",
+        help_text=_("Where the human judgments (and the responses' runs) come from."),
     )
     companions = models.ManyToManyField(
-        "scenarios.CompanionModel", related_name="releases", help_text="Companions ranked."
+        "scenarios.CompanionModel", related_name="releases", help_text=_("Companions ranked.")
     )
     anchor = models.ForeignKey(
         "scenarios.CompanionModel",
         on_delete=models.PROTECT,
         related_name="+",
-        help_text="Win rates are reported against this companion.",
+        help_text=_("Win rates are reported against this companion."),
     )
     judge = models.ForeignKey(
         CalibratedJudge,
@@ -41,18 +42,20 @@ class Release(models.Model):
         blank=True,
         on_delete=models.PROTECT,
         related_name="releases",
-        help_text="Calibrated judge scoring every pair (none: humans and metrics only).",
+        help_text=_("Calibrated judge scoring every pair (none: humans and metrics only)."),
     )
     seed = models.PositiveIntegerField(default=0)
     n_boot = models.PositiveIntegerField("bootstrap draws", default=1000)
     style_control = models.BooleanField(
         default=False,
-        help_text="Also rank the companions with the responses' presentation (length, Markdown, "
-        "persona actions, emoji, question marks) held fixed (scoring.releases.style).",
+        help_text=_(
+            "Also rank the companions with the responses' presentation (length, Markdown, "
+            "persona actions, emoji, question marks) held fixed (scoring.releases.style)."
+        ),
     )
-    inputs = models.JSONField(null=True, blank=True, help_text="Frozen inputs (ids + hashes).")
+    inputs = models.JSONField(null=True, blank=True, help_text=_("Frozen inputs (ids + hashes)."))
     fingerprint = models.CharField(max_length=64, blank=True, db_index=True)
-    is_demo = models.BooleanField(default=False, help_text="Built from demo data.")
+    is_demo = models.BooleanField(default=False, help_text=_("Built from demo data."))
     state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
     message = models.TextField(blank=True)
     job = models.ForeignKey(

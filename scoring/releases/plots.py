@@ -4,8 +4,10 @@ intervals, the significance and win-rate matrices, and companion × subtask heat
 from html import escape
 
 from django.utils.safestring import SafeString, mark_safe
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, pgettext_lazy
 
-from h2htalk.display import group_name
+from h2htalk.display import group_label
 from scoring.charts import (
     TEXT,
     diverging,
@@ -13,6 +15,7 @@ from scoring.charts import (
     heatmap_svg,
     shorten,
     svg_document,
+    text_width,
     ticks,
 )
 
@@ -21,21 +24,21 @@ KEY_STOPS = (0, 0.25, 0.5, 0.75, 1)  # where a colour key shows a diverging scal
 HUMAN_COLOUR = "#2c5d8f"
 JUDGE_COLOUR = "#c2571a"
 SERIES = (
-    ("human", "Humans (Bradley–Terry)", HUMAN_COLOUR),
-    ("judge", "Calibrated judge (Bradley–Terry)", JUDGE_COLOUR),
+    ("human", gettext_lazy("Humans (Bradley–Terry)"), HUMAN_COLOUR),
+    ("judge", gettext_lazy("Calibrated judge (Bradley–Terry)"), JUDGE_COLOUR),
 )
 SUBTASK_SHORT = {
-    "dialogue_base": "dial. base",
-    "dialogue_emotion": "dial. emotion",
-    "dialogue_schedule": "dial. schedule",
-    "recollection_synthesize": "rec. synthesize",
-    "recollection_refine": "rec. refine",
-    "recollection_initialize": "rec. initialize",
-    "itinerary_basic": "itin. basic",
-    "itinerary_middle": "itin. middle",
-    "itinerary_advanced": "itin. advanced",
-    "itinerary_feedback": "itin. feedback",
-    "itinerary_initialize": "itin. initialize",
+    "dialogue_base": pgettext_lazy("short subtask", "dial. base"),
+    "dialogue_emotion": pgettext_lazy("short subtask", "dial. emotion"),
+    "dialogue_schedule": pgettext_lazy("short subtask", "dial. schedule"),
+    "recollection_synthesize": pgettext_lazy("short subtask", "rec. synthesize"),
+    "recollection_refine": pgettext_lazy("short subtask", "rec. refine"),
+    "recollection_initialize": pgettext_lazy("short subtask", "rec. initialize"),
+    "itinerary_basic": pgettext_lazy("short subtask", "itin. basic"),
+    "itinerary_middle": pgettext_lazy("short subtask", "itin. middle"),
+    "itinerary_advanced": pgettext_lazy("short subtask", "itin. advanced"),
+    "itinerary_feedback": pgettext_lazy("short subtask", "itin. feedback"),
+    "itinerary_initialize": pgettext_lazy("short subtask", "itin. initialize"),
 }
 
 
@@ -102,13 +105,14 @@ def _strength_legend(series, left: int, bottom: float, average: bool) -> list[st
             f'<circle cx="{legend_x + 5}" cy="{bottom + 46}" r="4.5" fill="{colour}"/>'
             f'<text x="{legend_x + 14}" y="{bottom + 50}" font-size="{TEXT}">{escape(label)}</text>'
         )
-        legend_x += 22 + 7 * len(label)
+        legend_x += 22 + text_width(str(label))
     if average:
+        average_text = escape(_("Elo 1000 = average"))
         parts.append(
             f'<line x1="{legend_x}" y1="{bottom + 46}" x2="{legend_x + 14}" y2="{bottom + 46}" '
             'stroke="#999" stroke-dasharray="3 3"/>'
             f'<text x="{legend_x + 19}" y="{bottom + 50}" font-size="{TEXT}">'
-            "Elo 1000 = average</text>"
+            f"{average_text}</text>"
         )
     return parts
 
@@ -152,7 +156,7 @@ def strengths_svg(rows: list[dict], level: float, width: int = 900, series=SERIE
         f'text-anchor="middle">Elo-like scale, {level:.0%} bootstrap intervals</text>'
     )
     parts += _strength_legend(series, left, bottom, low < 1000 < high)
-    return svg_document(width, bottom + 58, "strengths with confidence intervals", parts)
+    return svg_document(width, bottom + 58, _("strengths with confidence intervals"), parts)
 
 
 # ---------------------------------------------------------------- matrices and heat maps
@@ -200,10 +204,13 @@ def significance_svg(names, block: dict, order: list[int], what: str) -> SafeStr
     labels = [names[k] for k in order]
     size = (58, 30) if small else (22, 18)
     key = _share_key(
-        "Colour: P(row stronger than column) over the bootstrap draws. "
-        "▲ / ▼: the row is significantly better / worse."
+        _(
+            "Colour: P(row stronger than column) over the bootstrap draws. "
+            "▲ / ▼: the row is significantly better / worse."
+        )
     )
-    return grid_svg(labels, labels, cells, f"{what} significance matrix", *size, legend=key)
+    label = _("%(what)s significance matrix") % {"what": what}
+    return grid_svg(labels, labels, cells, label, *size, legend=key)
 
 
 def win_rate_svg(names, wins, games, order: list[int]) -> SafeString:
@@ -228,8 +235,10 @@ def win_rate_svg(names, wins, games, order: list[int]) -> SafeString:
         cells.append(row)
     labels = [names[k] for k in order]
     size = (58, 30) if len(order) <= SMALL_MATRIX else (22, 18)
-    key = _share_key("Colour: share of the human votes the row won against the column (ties half).")
-    return grid_svg(labels, labels, cells, "human win-rate matrix", *size, legend=key)
+    key = _share_key(
+        _("Colour: share of the human votes the row won against the column (ties half).")
+    )
+    return grid_svg(labels, labels, cells, _("human win-rate matrix"), *size, legend=key)
 
 
 def group_heatmap_svg(
@@ -241,7 +250,7 @@ def group_heatmap_svg(
     finite = [v for g in groups for v in values[g] if v is not None]
     if not finite:
         return mark_safe("")
-    white = "the average strength" if centre is not None else "the middle of its range"
+    white = _("the average strength") if centre is not None else _("the middle of its range")
     if centre is None:
         centre = (min(finite) + max(finite)) / 2
     spread = max(max(finite) - centre, centre - min(finite), 1e-9)
@@ -250,18 +259,19 @@ def group_heatmap_svg(
         if value is None:
             return None
         note = (extra or {}).get((groups[j], order[i]), "")
-        return f"{names[order[i]]} · {group_name(groups[j])}: {what} {value:.{digits}f}{note}"
+        return f"{names[order[i]]} · {group_label(groups[j])}: {what} {value:.{digits}f}{note}"
 
     return heatmap_svg(
         [names[k] for k in order],
-        [SUBTASK_SHORT.get(g, g) for g in groups],
+        [str(SUBTASK_SHORT.get(g, g)) for g in groups],
         [[values[g][k] for g in groups] for k in order],
-        label=f"{what} heat map",
+        label=_("%(what)s heat map") % {"what": what},
         fill=lambda value: diverging(value, centre, spread),
         text=lambda value: f"{value:.{digits}f}",
         title=title,
         key=(
-            f"Colour: {what}; white at {centre:.{digits}f} ({white}), blue above, orange below.",
+            _("Colour: %(what)s; white at %(centre)s (%(white)s), blue above, orange below.")
+            % {"what": what, "centre": f"{centre:.{digits}f}", "white": white},
             [centre + spread * (2 * t - 1) for t in KEY_STOPS],
         ),
     )

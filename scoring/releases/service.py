@@ -31,6 +31,7 @@ from scoring.releases.freezing import (
     fingerprint_of,
     freeze,
 )
+from scoring.releases.signals import release_published
 from scoring.releases.verifying import verify
 
 KIND = "release_compute"
@@ -174,6 +175,7 @@ def compute(release: Release, progress=None) -> ReleaseResult:
     seconds = time.perf_counter() - start
     text = canonical(data)
     with transaction.atomic():
+        first = not ReleaseResult.objects.filter(release=release).exists()
         result, _ = ReleaseResult.objects.update_or_create(
             release=release,
             defaults={
@@ -188,6 +190,8 @@ def compute(release: Release, progress=None) -> ReleaseResult:
             state=Release.State.READY,
             message=f"computed in {seconds:.1f} s",
         )
+        if first:
+            release_published.send(Release, release=release)
     release.state = Release.State.READY
     release.message = f"computed in {seconds:.1f} s"
     release.result = result

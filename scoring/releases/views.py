@@ -7,6 +7,7 @@ from django.db import transaction
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from h2htalk import jobs
@@ -61,11 +62,18 @@ def release_create(request):
             user=request.user,
         )
         if release.state == Release.State.FAILED:
-            messages.error(request, f"The release could not be computed: {release.message}")
+            messages.error(
+                request,
+                _("The release could not be computed: %(message)s") % {"message": release.message},
+            )
         elif release.state == Release.State.READY:
-            messages.success(request, f"Release {release.name} frozen and computed.")
+            messages.success(
+                request, _("Release %(name)s frozen and computed.") % {"name": release.name}
+            )
         else:
-            messages.info(request, "A large release: it is frozen and computed in the background.")
+            messages.info(
+                request, _("A large release: it is frozen and computed in the background.")
+            )
         return redirect("releases:detail", pk=release.pk)
     return render(request, "releases/form.html", {"form": form})
 
@@ -89,7 +97,7 @@ def release_detail(request, pk):
 def release_export(request, pk, fmt):
     release = access.release_or_404(request.user, pk)
     if _result(release) is None:
-        messages.error(request, "The release has no numbers yet.")
+        messages.error(request, _("The release has no numbers yet."))
         return redirect("releases:detail", pk=release.pk)
     response = HttpResponse(formats.FILES[fmt](release), content_type=formats.CONTENT_TYPES[fmt])
     response["Content-Disposition"] = f'attachment; filename="{formats.file_stem(release)}.{fmt}"'
@@ -103,11 +111,11 @@ def release_compute(request, pk):
     small releases, as a background job for large ones."""
     release = access.release_or_404(request.user, pk)
     if releases.running_job(release):
-        messages.info(request, "This release is being computed already.")
+        messages.info(request, _("This release is being computed already."))
     elif releases.needs_job(release):
         with transaction.atomic():
             tasks.queue_release_job(release, request.user)
-        messages.info(request, "A large release: it is computed / verified in the background.")
+        messages.info(request, _("A large release: it is computed / verified in the background."))
     else:
         sentence = releases.compute_or_check(release)
         release.refresh_from_db()

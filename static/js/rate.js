@@ -33,6 +33,10 @@
     return box ? box.dataset[name] || "" : "";
   };
   const dialog = () => document.getElementById("shortcuts");
+  const openDialog = () => document.querySelector("dialog[open]");
+  // A content note is shown before an item of a risk level: the item stays hidden (and the
+  // keys do nothing to it) until the rater chooses to continue (annotation.care).
+  const contentNote = () => document.querySelector("[data-content-note]");
 
   // The line under the buttons (role="alert": screen readers announce it). "alert" is for what
   // stops the rater (red), "info" for what the keys do next.
@@ -56,7 +60,7 @@
     clock.since = null;
   }
   function resumeClock() {
-    if (!clockRunning() && !document.hidden) clock.since = performance.now();
+    if (!clockRunning() && !document.hidden && !contentNote()) clock.since = performance.now();
   }
   function visibleMs() {
     return Math.round(clock.spent + (clockRunning() ? performance.now() - clock.since : 0));
@@ -132,11 +136,92 @@
     padScrolling();
   }
 
+  // ------------------------------------------------------------ care for raters
+  // The content note: "Continue" shows the item here (its link reloads the page with the item
+  // when JavaScript is off); "I'd rather not" posts like any answer.
+  function continueToItem() {
+    const note = contentNote();
+    if (!note) return;
+    note.remove();
+    const hidden = document.querySelector("[data-behind-note]");
+    if (hidden) hidden.hidden = false;
+    resumeClock();
+    watchSizes();
+    const item = document.getElementById("item");
+    if (item) {
+      item.focus({ preventScroll: true });
+      item.scrollIntoView({ block: "start" });
+    }
+  }
+  document.addEventListener("click", (event) => {
+    if (event.target.closest("[data-note-continue]")) {
+      event.preventDefault();
+      continueToItem();
+    }
+  });
+
+  // Support: the campaign's helplines and contact, in a dialog (its link opens the support
+  // page when JavaScript is off).
+  function openSupport() {
+    const box = document.getElementById("support");
+    if (!box || box.open) return;
+    if (openDialog()) openDialog().close();
+    box.showModal();
+  }
+  document.addEventListener("click", (event) => {
+    if (event.target.closest("[data-support-open]")) {
+      event.preventDefault();
+      openSupport();
+    }
+  });
+
+  // A break prompt after the campaign's minutes of continuous rating: the streak starts with
+  // the first item shown and ends after a pause of BREAK_GAP_MS without a new item, in this
+  // browser (localStorage, so it spans tabs and campaigns). "Continue rating" starts it again.
+  const BREAK_KEY = "h2htalk-rating-streak";
+  const BREAK_GAP_MS = 5 * 60 * 1000;
+  const breakMinutes = Number(page.dataset.breakMinutes || 0);
+  function readStreak() {
+    try {
+      const streak = JSON.parse(window.localStorage.getItem(BREAK_KEY) || "null");
+      return streak && Number.isFinite(streak.start) && Number.isFinite(streak.last) ? streak : null;
+    } catch {
+      return null;
+    }
+  }
+  function writeStreak(streak) {
+    try {
+      window.localStorage.setItem(BREAK_KEY, JSON.stringify(streak));
+    } catch {
+      // storage refused (private mode): no prompt, rating goes on
+    }
+  }
+  function checkBreak() {
+    const prompt = document.querySelector("[data-break-prompt]");
+    if (!breakMinutes || !prompt) return;
+    const now = Date.now();
+    let streak = readStreak();
+    if (!streak || now - streak.last > BREAK_GAP_MS) streak = { start: now, last: now };
+    streak.last = now;
+    writeStreak(streak);
+    if (now - streak.start >= breakMinutes * 60 * 1000 && !openDialog()) prompt.showModal();
+  }
+  document.addEventListener("click", (event) => {
+    if (event.target.closest("[data-break-continue]")) writeStreak({ start: Date.now(), last: Date.now() });
+  });
+
   // ------------------------------------------------------------ a new item arrived
   function setUp({ focus }) {
     syncClockToItem();
+    if (contentNote()) pauseClock();
     refresh();
     watchSizes();
+    checkBreak();
+    const note = contentNote();
+    if (note) {
+      note.querySelector("[data-note-continue]")?.focus({ preventScroll: true });
+      return;
+    }
     const item = document.getElementById("item");
     if (!item || !focus) return;
     const panel = skipPanel();
@@ -265,7 +350,7 @@
     const target = event.target;
     const key = event.key;
 
-    if (dialog() && dialog().open) return; // the dialog handles Esc itself
+    if (openDialog()) return; // a dialog handles Esc itself
 
     if (isTyping(target)) {
       if (key === "Escape") {
@@ -281,7 +366,12 @@
       openShortcuts();
       return;
     }
-    if (!form()) return; // all done or paused: nothing else to do
+    if (key === "h" || key === "H") {
+      event.preventDefault();
+      openSupport();
+      return;
+    }
+    if (!form() || contentNote()) return; // all done, paused or behind a content note
 
     if (/^[1-9]$/.test(key) && target.closest && target.closest("[data-reasons]")) {
       event.preventDefault();

@@ -123,7 +123,8 @@ def test_full_flow_over_the_api_with_a_token(campaign, raters, api, layouts):
         "campaign_target": 18,
     }
     assert [d["name"] for d in entry["dimensions"]] == DIMENSIONS
-    assert {r["reason"] for r in entry["skip_reasons"]} == {r for r, _ in queue.SKIP_REASONS}
+    assert {r["reason"] for r in entry["skip_reasons"]} == {r for r, _ in queue.ALL_SKIP_REASONS}
+    assert "rather_not" in {r["reason"] for r in entry["skip_reasons"]}
 
     keys, layouts_seen = [], set()
     while (response := post(api, next_url(campaign.pk))).status_code == 200:
@@ -502,6 +503,9 @@ ALLOWED_PATHS = (
     | {f"progress.{f}" for f in PROGRESS}
     | {"preference", "both_unacceptable", "rationale", "created_at", "reason"}
     | {"reasons", "confidence", "results[].asks_confidence"}
+    | {f"results[].{f}" for f in ("support_text", "support_text_html", "break_after_minutes")}
+    | {"content_note"}
+    | {f"content_note.{f}" for f in ("level", "label", "text")}
     | {f"results[].reasons[].{f}" for f in ("key", "label")}
     | {f"ratings.{side}.{d}" for side in ("left", "right") for d in DIMENSIONS}
     | {"detail"}

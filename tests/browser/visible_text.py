@@ -19,20 +19,22 @@ import re
 ALWAYS_ALLOWED = frozenset({"H2HTalk", "Enter", "Esc", "SAP", "API"})
 WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_'’.-]*[A-Za-z0-9]|[A-Za-z]")
 
-_COLLECT = """() => {
+_COLLECT = """(codes) => {
   const shown = (el) => el.checkVisibility({ checkVisibilityCSS: true });
   const foreign = (el) => {
     const holder = el.closest("[lang]");
     return holder !== null && holder !== document.documentElement
       && !holder.getAttribute("lang").toLowerCase().startsWith("zh");
   };
+  // Codes and what users typed into fields: <code>, <pre>, <kbd>, <samp>, <textarea>.
+  const code = (el) => codes && el.closest("code, pre, kbd, samp, textarea") !== null;
   const texts = [["title", document.title]];
   const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
   for (let node = walker.nextNode(); node; node = walker.nextNode()) {
     const el = node.parentElement;
     const text = node.textContent.trim();
     if (!text || !el || ["SCRIPT", "STYLE", "TEMPLATE", "NOSCRIPT"].includes(el.tagName)) continue;
-    if (shown(el) && !foreign(el)) texts.push([el.tagName.toLowerCase(), text]);
+    if (shown(el) && !foreign(el) && !code(el)) texts.push([el.tagName.toLowerCase(), text]);
   }
   const named = "[title], [aria-label], [placeholder], [alt], input[type=submit], input[type=button]";
   for (const el of document.body.querySelectorAll(named)) {
@@ -41,17 +43,19 @@ _COLLECT = """() => {
       const value = el.getAttribute(name);
       if (value) texts.push([`${el.tagName.toLowerCase()}[${name}]`, value]);
     }
-    if (el.tagName === "INPUT" && el.value) texts.push(["input[value]", el.value]);
+    if (el.matches("input[type=submit], input[type=button]") && el.value) texts.push(["input[value]", el.value]);
   }
   return texts;
 }"""
 
 
-def latin_words(page, allow=()) -> list[str]:
-    """The Latin-script words the page shows now that are not allowed, each with where it is."""
+def latin_words(page, allow=(), codes: bool = False) -> list[str]:
+    """The Latin-script words the page shows now that are not allowed, each with where it is;
+    `codes`: leave out the text of <code>, <pre>, <kbd>, <samp> and <textarea> (field names,
+    commands, file names and what a user typed, on the researchers' pages)."""
     allowed = ALWAYS_ALLOWED | set(allow)
     found = []
-    for where, text in page.evaluate(_COLLECT):
+    for where, text in page.evaluate(_COLLECT, codes):
         for word in WORD.findall(text):
             letters = sum(char.isascii() and char.isalpha() for char in word)
             if letters >= 2 and word not in allowed:

@@ -39,6 +39,28 @@ ANNOTATOR_SOURCES = (
     "static/js/practice.js",
 )
 
+# The files whose strings researchers and admins read (their pages, forms, messages, job
+# headings, chart labels and display names).
+RESEARCHER_SOURCES = (
+    "templates/scenarios/",
+    "templates/companions/",
+    "templates/campaigns/",
+    "templates/scoring/",
+    "templates/planning/",
+    "templates/judges/",
+    "templates/calibration/",
+    "templates/releases/",
+    "templates/jobs/",
+    "templates/accounts/",
+    "templates/admin_home.html",
+    "templates/api_docs.html",
+    "templates/_stat_meanings.html",
+    "scenarios/",
+    "annotation/",
+    "scoring/",
+    "h2htalk/",
+)
+
 
 def compiled(po: Path) -> dict:
     """The messages of the .mo beside `po`, as gettext reads them (plural forms keyed (id, n))."""
@@ -79,14 +101,36 @@ def test_the_committed_mo_says_what_its_po_says(po):
     )
 
 
-def test_every_string_of_the_annotators_pages_is_translated():
+def untranslated(sources: tuple[str, ...]) -> list[str]:
+    """The zh_Hans entries with a reference in `sources` that have no (or a fuzzy) translation."""
     missing = []
     for po in (LOCALE / "zh_Hans" / "LC_MESSAGES").glob("*.po"):
         for entry in read_po(po.read_text("utf-8")):
-            where = [ref for ref in entry.references if ref.startswith(ANNOTATOR_SOURCES)]
+            where = [ref for ref in entry.references if ref.startswith(sources)]
             if entry.msgid and where and not entry.translated:
                 missing.append(f"{entry.msgid!r} ({where[0]})")
+    return missing
+
+
+def test_every_string_of_the_annotators_pages_is_translated():
+    missing = untranslated(ANNOTATOR_SOURCES)
     assert not missing, "untranslated in zh_Hans:\n" + "\n".join(missing)
+
+
+def test_every_string_of_the_researchers_and_admins_pages_is_translated():
+    missing = untranslated(RESEARCHER_SOURCES)
+    assert not missing, "untranslated in zh_Hans:\n" + "\n".join(missing)
+
+
+def test_the_researcher_sources_are_in_the_catalogue():
+    """The list names real places: the catalogue has strings from each of them."""
+    references = {
+        ref
+        for entry in read_po((LOCALE / "zh_Hans" / "LC_MESSAGES" / "django.po").read_text("utf-8"))
+        for ref in entry.references
+    }
+    empty = [s for s in RESEARCHER_SOURCES if not any(r.startswith(s) for r in references)]
+    assert not empty, f"no string of {empty} in the catalogue"
 
 
 def test_the_reader_finds_contexts_plurals_and_fuzzy_entries():

@@ -401,7 +401,8 @@ def test_the_page_and_the_files_show_the_flag_slices_and_differences(
     ):
         assert needle in text, needle
     assert "<strong>risk high (e.g. self-harm)</strong>" in text
-    assert "(risk level, 18 human votes: skipped, only 18 human votes" in text
+    # (the stored reason is English: marked so on the page)
+    assert '(risk level, 18 human votes: skipped, <span lang="en">only 18 human votes' in text
     rows = list(csv.DictReader(io.StringIO(formats.to_csv(flagged_release))))
     implicit = [r for r in rows if r["scope"] == "implicit_need" and r["group"] == "implicit"]
     assert len(implicit) == 3 and all(r["human_elo"] for r in implicit)
