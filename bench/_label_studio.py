@@ -5,7 +5,7 @@ BENCH_LS_VENV names a virtual environment with Label Studio installed (never the
 psycopg2-binary gunicorn`). Without it there is no live anchor and benches print no ratio.
 Label Studio runs on PostgreSQL, on the bench database's server, in its own database
 (BENCH_LS_DATABASE, default h2h_ls; migrated here), behind gunicorn with the worker
-configuration given and its connections kept 60 s (both the same as ours), and is driven by `annotate`: ask the next task, submit
+configuration given and its connections kept (both the same as ours), and is driven by `annotate`: ask the next task, submit
 one real choice (a Choices result the project's labeling config accepts), check every status.
 """
 
@@ -48,13 +48,14 @@ def _package_dir() -> Path:
     return Path(found.stdout.strip())
 
 
-# A gunicorn configuration for Label Studio: its database connections kept 60 s, as ours are
-# (DB_CONN_MAX_AGE in bench._common.start_gunicorn); Label Studio's own default opens one per
-# request, and has no setting for it.
-GUNICORN_CONFIG = """def post_worker_init(worker):
+# A gunicorn configuration for Label Studio: its database connections kept as long as ours are
+# (DB_CONN_MAX_AGE in bench.rating_cycle); Label Studio's own default opens one per request,
+# and has no setting for it.
+CONN_MAX_AGE = 3600
+GUNICORN_CONFIG = f"""def post_worker_init(worker):
     from django.db import connections
 
-    connections.settings["default"]["CONN_MAX_AGE"] = 60
+    connections.settings["default"]["CONN_MAX_AGE"] = {CONN_MAX_AGE}
 """
 
 

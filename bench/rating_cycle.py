@@ -63,6 +63,9 @@ OVERLAP = 3
 FILLER_USERS = 100
 FILLED = env_int("BENCH_CYCLE_FILLED", 1_000_000)  # judgments added in other campaigns
 TICK_MS = 1000 / os.sysconf("SC_CLK_TCK")
+# Database connections kept for the whole bench (Label Studio's too): a backend that exits
+# within a measured window would take its CPU with it.
+KEPT = {"DB_CONN_MAX_AGE": str(_label_studio.CONN_MAX_AGE)}
 
 
 def _p95(values: list[float]) -> float:
@@ -446,7 +449,7 @@ def _statements(worker_args: list[str], users: list, ls: bool) -> list[dict]:
         with _pglog.statements_logged(database, server_url) as counted:
             port = free_port()
             if side == "ours":
-                server = start_gunicorn(port, "warning", worker_args=worker_args)
+                server = start_gunicorn(port, "warning", env=KEPT, worker_args=worker_args)
                 work = _ours(port, campaign.pk, max_cycles=STATEMENT_CYCLES)
                 warm = _ours(port, campaign.pk, max_cycles=3)
             else:
@@ -673,7 +676,7 @@ def _levels(config: str, users: list, ls: bool) -> list[dict]:
     texts), started side by side for this configuration."""
     worker_args = WORKER_CONFIGS[config]
     port, their_port = free_port(), free_port()
-    ours = start_gunicorn(port, "warning", worker_args=worker_args)
+    ours = start_gunicorn(port, "warning", env=KEPT, worker_args=worker_args)
     theirs = _label_studio.start(their_port, worker_args) if ls else None
     rows = []
     try:
@@ -719,7 +722,7 @@ def run() -> list[dict]:
             rows += _levels(config, users, ls)
     config = SERVERS[0]
     port = free_port()
-    server = start_gunicorn(port, "warning", worker_args=WORKER_CONFIGS[config])
+    server = start_gunicorn(port, "warning", env=KEPT, worker_args=WORKER_CONFIGS[config])
     meter = CpuMeter(server.pid)
     try:
         if "human" in PARTS:
