@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 RUNTIME := $(VENV)/.runtime-stamp
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test install lint format bench mutation clean messages
+.PHONY: demo test test-slow install lint format bench mutation clean messages
 
 # What the platform itself needs (all `make demo` installs) …
 $(RUNTIME): pyproject.toml
@@ -33,6 +33,11 @@ demo: $(RUNTIME)
 ## parallel: pytest-xdist, one worker more than the cores (PYTEST_WORKERS=0: one process).
 test: $(STAMP)
 	SECRET_KEY=$${SECRET_KEY:-test-only-secret-key} $(BIN)/pytest -n $${PYTEST_WORKERS:-auto} --dist worksteal $(PYTEST_ARGS)
+
+## The slow tests, left out of `make test` (minutes each; tests/test_two_hosts.py needs root:
+## network namespaces and a PostgreSQL cluster of its own). One process: they run their own hosts.
+test-slow: $(STAMP)
+	SECRET_KEY=$${SECRET_KEY:-test-only-secret-key} $(BIN)/pytest -m slow $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

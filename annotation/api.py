@@ -37,6 +37,7 @@ from .blinding import blind_names, campaign_texts, item_payload
 from .markdown import render_markdown
 from .models import RATING_DIMENSIONS, Assignment, Campaign
 from .progress import progress_for
+from .study import flow as study_flow
 
 UUID_PATTERN = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 SIDES = ("left", "right")
@@ -470,11 +471,12 @@ class RatingCampaignViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     )
     @action(detail=True, methods=["post"], url_path="next", url_name="next")
     def next_item(self, request, pk=None, **kwargs):
-        """Your current item in this campaign (until its lease runs out), else the next one.
-
-        Asking again before answering returns the same item. 204 when nothing is left.
-        """
+        """Your current item in this campaign (until its lease runs out), else the next one;
+        asked again before answering, the same item. 204 when nothing is left for you (a study
+        participant: also once their part of the study is over)."""
         campaign = rating_campaign_or_404(request.user, pk)
+        if study_flow.stop_url(request, campaign):
+            return Response(status=status.HTTP_204_NO_CONTENT)
         try:
             assignment = queue.next_assignment(request.user, campaign)
         except queue.QueueError as error:

@@ -2,6 +2,7 @@ from django.urls import path
 
 from . import campaign_views as views
 from .qualification import research_views as qualification
+from .study import manage_views as study
 
 app_name = "campaigns"
 urlpatterns = [
@@ -16,6 +17,9 @@ urlpatterns = [
     path("<int:pk>/rebuild/", views.campaign_rebuild, name="rebuild"),
     path("<int:pk>/gold/", views.campaign_gold, name="gold"),
     path("<int:pk>/export/", views.campaign_export, name="export"),
+    path("<int:pk>/study/", study.study_page, name="study"),
+    path("<int:pk>/study/link/", study.study_action, name="study_action"),
+    path("<int:pk>/study/participants.csv", study.study_export, name="study_export"),
     path("<int:pk>/qualification/", qualification.qualification, name="qualification"),
     path("<int:pk>/qualification/items/", qualification.add_item, name="practice_add"),
     path("<int:pk>/qualification/import/", qualification.import_items, name="practice_import"),

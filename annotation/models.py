@@ -434,6 +434,10 @@ class RaterCare(models.Model):
         return f"{self.user_id} opted out of: {self.opted_out or 'nothing'}"
 
 
+# Study links and their participants (issue 22 point 3), a concern of its own; imported here so
+# that Django finds the models.
+from annotation.study.models import Participant, StudyLink  # noqa: E402, F401
+
 # The qualification's models, in their own package (Django finds them through this module).
 from .qualification.models import (  # noqa: E402
     PracticeAnswer,

@@ -25,6 +25,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 from django.views.decorators.http import require_POST
+from django_htmx.http import HttpResponseClientRedirect
 
 from h2htalk.roles import ANNOTATOR, role_required
 
@@ -37,6 +38,7 @@ from .markdown import render_markdown
 from .models import Assignment, Campaign
 from .progress import progress_for
 from .qualification import phase
+from .study import flow as study_flow
 
 # ---------------------------------------------------------------- page pieces
 
@@ -107,6 +109,15 @@ def _next_item_context(user, campaign: Campaign, names: list[str], **extra) -> d
     return _item_context(assignment, names, campaign=campaign, **extra)
 
 
+def _next_or_stop(request, campaign: Campaign, names: list[str], **extra) -> tuple[dict, str]:
+    """The next item, or where a study participant goes instead (`annotation.study.flow`)."""
+    stop = study_flow.stop_url(request, campaign)
+    if stop:
+        return {}, stop
+    item = _next_item_context(request.user, campaign, names, **extra)
+    return item, study_flow.stop_url(request, campaign, item["item"]) or ""
+
+
 def _page_context(request, campaign: Campaign, names: list[str], item: dict) -> dict:
     on_screen = bool(item["item"].get("key"))
     return {**_campaign_context(request.user, campaign, names, on_screen), **item}
@@ -154,9 +165,11 @@ def _answer_next(request, campaign, names, *, notice="", error="", short=""):
     notice, short = str(notice), str(short or notice)
     if request.htmx:
         try:
-            item = _next_item_context(request.user, campaign, names, notice=notice, error=error)
+            item, stop = _next_or_stop(request, campaign, names, notice=notice, error=error)
         except queue.NotAdmitted:
             return _to_practice(request, campaign, short)
+        if stop:
+            return HttpResponseClientRedirect(stop)
         if notice and not item["item"].get("key"):  # nothing follows: no "here is the next one"
             item["item"]["notice"] = short
         return _swap(request, campaign, names, item)
@@ -225,9 +238,11 @@ def rate(request, campaign_id):
     names = blind_names(campaign)
     note_read = request.GET.get("continue", "")
     try:
-        item = _next_item_context(request.user, campaign, names, note_read=note_read)
+        item, stop = _next_or_stop(request, campaign, names, note_read=note_read)
     except queue.NotAdmitted:
         return _to_practice(request, campaign)
+    if stop:
+        return redirect(stop)
     return _full_page(request, campaign, names, item)
 
 

@@ -9,8 +9,9 @@ the test database are never opened.
 
 Results are also written as JSON to bench/out/ (gitignored).
 
-`python -m bench mutation …` is not a benchmark: it mutation-tests the statistics and the queue
-(bench/_mutation.py; README, "Mutation testing").
+`python -m bench two_hosts` runs only when named: it makes its own hosts, database and broker
+(bench/two_hosts.py; needs root). `python -m bench mutation …` is not a benchmark: it
+mutation-tests the statistics and the queue (bench/_mutation.py; README, "Mutation testing").
 """
 
 import argparse
@@ -36,9 +37,16 @@ OUT_DIR = BENCH_DIR / "out"
 RUN_TIMEOUT_S = int(os.environ.get("BENCH_TIMEOUT_S", "900"))  # per module and backend
 
 
+# Benchmarks that make their own world and run on their own (not once per backend through
+# bench._worker), only when named: `python -m bench two_hosts`.
+STANDALONE = {"two_hosts": "bench.two_hosts"}
+
+
 def discover() -> list[str]:
     return sorted(
-        info.name for info in pkgutil.iter_modules([str(BENCH_DIR)]) if info.name[0] != "_"
+        info.name
+        for info in pkgutil.iter_modules([str(BENCH_DIR)])
+        if info.name[0] != "_" and info.name not in STANDALONE
     )
 
 
@@ -257,6 +265,10 @@ def main(argv: list[str] | None = None) -> int:
         from bench._mutation import main as mutation
 
         return mutation(argv[1:])
+    if argv[:1] and argv[0] in STANDALONE:
+        import importlib
+
+        return importlib.import_module(STANDALONE[argv[0]]).main(argv[1:])
     available = discover()
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
     parser.add_argument("modules", nargs="*", metavar="MODULE", help=f"one of {available}")

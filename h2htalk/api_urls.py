@@ -65,6 +65,7 @@ urlpatterns = [
         campaign_plan_status,
         name="campaign-plan-status",
     ),
+    path("campaigns/<int:campaign_id>/study/", include("annotation.study.api_urls")),
     # Qualification: researchers define it and watch phases; annotators practise.
     path("campaigns/<int:campaign_id>/qualification/", qualification.rule, name="qualification"),
     path(

@@ -196,6 +196,28 @@ def _reserve(cache, username: str, address: str | None) -> Reservation:
     return Reservation(cache, claimed, *pair)
 
 
+def spend_address_slot(kind: str, address: str, limit: int, seconds: int) -> None:
+    """Take one slot of the per-address budget `kind` (e.g. joins through study links) for
+    `seconds`, or raise Locked: the login throttle's slots, for requests that are no login."""
+    prefix = f"{PREFIX}:{kind}:{_digest(_address_key(address))}"
+    store = outage.throttle_cache()
+    try:
+        _take_one(store, prefix, limit, seconds)
+    except outage.errors() as error:
+        outage.note_down(error)
+        fallback = outage.throttle_cache()
+        if fallback is store:
+            raise
+        _take_one(fallback, prefix, limit, seconds)
+
+
+def _take_one(cache, prefix: str, limit: int, seconds: int) -> None:
+    now, keys = time.time(), _slots(prefix, limit)
+    taken = cache.get_many(keys)
+    if not any(k not in taken and cache.add(k, now + seconds, seconds) for k in keys):
+        raise Locked(_seconds_left(cache, keys, now))
+
+
 def lockout_message(seconds: int) -> str:
     minutes = max(1, round(seconds / 60))
     return ngettext(

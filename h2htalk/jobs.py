@@ -18,6 +18,7 @@ heartbeat is older than JOB_STALE_SECONDS.
 
 import logging
 import threading
+from pathlib import Path
 
 from celery.exceptions import Ignore, SoftTimeLimitExceeded
 from django.conf import settings
@@ -67,7 +68,23 @@ def failure_message(error: BaseException) -> str:
     """What a job that ended with this exception says."""
     if isinstance(error, SoftTimeLimitExceeded):
         return timed_out_message()
-    return f"{type(error).__name__}: {error}"
+    return _missing_upload(error) or f"{type(error).__name__}: {error}"
+
+
+def _missing_upload(error: BaseException) -> str | None:
+    """An uploaded file the worker cannot find in MEDIA_ROOT: saved by a web host on another
+    machine whose media folder is not shared with this one (see the README, *Deploying on
+    several hosts*)."""
+    if not isinstance(error, FileNotFoundError) or not error.filename:
+        return None
+    media = Path(settings.MEDIA_ROOT).resolve()
+    path = Path(str(error.filename)).resolve()
+    if media not in path.parents:
+        return None
+    return (
+        f"the uploaded file {path.relative_to(media)} is not in MEDIA_ROOT where this job ran: "
+        "with several hosts, MEDIA_ROOT must be one folder shared by every web host and worker"
+    )
 
 
 # ---------------------------------------------------------------- kinds the sweeper may re-run

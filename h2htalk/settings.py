@@ -174,6 +174,17 @@ for _proxy in TRUSTED_PROXIES:
         raise ImproperlyConfigured(
             f"TRUSTED_PROXIES: {_proxy!r} is not an IP address or network ({error})"
         ) from None
+# Study links (annotation.study): joins from one client address that are not a participant
+# resuming in the same browser, per window (the login throttle's slots, h2htalk.auth); and the
+# seconds the completion and screen-out pages wait before sending the participant back.
+STUDY_JOIN_ADDRESS_LIMIT = int(os.environ.get("STUDY_JOIN_ADDRESS_LIMIT", "30"))
+STUDY_JOIN_WINDOW_SECONDS = int(os.environ.get("STUDY_JOIN_WINDOW_SECONDS", "600"))
+STUDY_REDIRECT_SECONDS = int(os.environ.get("STUDY_REDIRECT_SECONDS", "5"))
+if min(STUDY_JOIN_ADDRESS_LIMIT, STUDY_JOIN_WINDOW_SECONDS) < 1 or STUDY_REDIRECT_SECONDS < 0:
+    raise ImproperlyConfigured(
+        "STUDY_JOIN_ADDRESS_LIMIT and STUDY_JOIN_WINDOW_SECONDS must be >= 1, "
+        "STUDY_REDIRECT_SECONDS >= 0"
+    )
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 # One-time links to set a password (h2htalk.accounts.links) stop working after this long.

@@ -47,6 +47,7 @@ urlpatterns = [
     path("scenarios/", include("scenarios.urls")),
     path("companions/", include("scenarios.companions.urls")),
     path("rate/", include("annotation.urls")),
+    path("", include("annotation.study.urls")),  # /join/<token>/ and the participant's pages
     path("campaigns/", include("annotation.campaign_urls")),
     path("scoring/", include("scoring.agreement.urls")),
     path("planning/", include("scoring.planning.urls")),

@@ -514,7 +514,7 @@ def test_the_soft_time_limit_ends_an_import_as_failed_with_a_message(monkeypatch
     def too_slow(*args, **kwargs):
         raise SoftTimeLimitExceeded()
 
-    monkeypatch.setattr(tasks, "run_import", too_slow)
+    monkeypatch.setattr(tasks, "import_upload", too_slow)
     path = _store("slow.jsonl", scenario_rows(3))
     job = Job.objects.create(
         kind="scenario_import", params={"path": path, "filename": "slow.jsonl", "dry_run": True}

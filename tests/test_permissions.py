@@ -30,6 +30,7 @@ from annotation.models import (
     QualificationRule,
     QualificationStatus,
 )
+from annotation.study.models import Participant, StudyLink
 from h2htalk.models import Job
 from h2htalk.roles import ensure_role_groups
 from scenarios.models import CompanionModel, GenerationRun, Response, Scenario
@@ -91,6 +92,17 @@ EXPECTED = {
     "scenarios:revision": RESEARCH,
     # Rating.
     "annotation:home": RATING,
+    # Study links: joining is for whoever holds the link (the token and the participant's ids
+    # decide); the participant's pages are for study participants only, none of these roles.
+    "study:join": EVERYONE,
+    "study:step": frozenset(),
+    "study:consent": frozenset(),
+    "campaigns:study": RESEARCH,
+    "campaigns:study_action": RESEARCH,
+    "campaigns:study_export": RESEARCH,
+    "campaign-study": RESEARCH,
+    "campaign-study-rotate": RESEARCH,
+    "campaign-study-participants": RESEARCH,
     # REST API, its schema and docs. The token endpoint checks the password, not a role.
     "api_token": EVERYONE,
     "api-root": RESEARCH,
@@ -275,6 +287,9 @@ POST_ONLY = {
     "companions:response_import_confirm",
     "campaigns:state",
     "campaigns:rebuild",
+    "campaigns:study_action",
+    "campaign-study-rotate",
+    "study:consent",
     "campaign-transition",
     "campaign-rebuild",
     "scoring:agreement_exclusions",
@@ -310,6 +325,8 @@ POST_ONLY = {
 }
 # Views whose answer to an allowed role is a redirect (to that role's landing page).
 REDIRECTS = {"home", "releases:export"}  # the world's release is not computed: back to it
+# Views whose answer to an allowed role is another status.
+ANSWERS = {"study:join": 400}  # no participant id in the address: the page names the parameter
 # The world's campaign needs no qualification: its practice page sends to rating, and an
 # unanswered practice item's feedback page to the practice.
 REDIRECTS |= {"annotation:qualify", "annotation:practice_feedback"}
@@ -347,6 +364,9 @@ PK_OBJECT = {
     "campaigns:rebuild": "campaign",
     "campaigns:gold": "campaign",
     "campaigns:export": "campaign",
+    "campaigns:study": "campaign",
+    "campaigns:study_action": "campaign",
+    "campaigns:study_export": "campaign",
     "campaign-detail": "campaign",
     "campaign-transition": "campaign",
     "campaign-rebuild": "campaign",
@@ -444,6 +464,7 @@ class World:
     verdict_job: Job
     calibrated_judge: CalibratedJudge
     release: Release
+    study_link: StudyLink  # open, of `campaign`
     webhook: Endpoint  # the researcher's, for the world's campaign
     webhook_delivery: Delivery  # failed: re-sending makes it pending
 
@@ -623,7 +644,11 @@ def make_world(users: dict, django_user_model) -> World:
     target = make_user(django_user_model, "target1", "annotator")
     target.set_unusable_password()  # onboarded, no password yet: has a link to revoke
     target.save(update_fields=["password"])
+    study_link = StudyLink.objects.create(
+        campaign=campaign, completion_code="C1", consent="I agree.", quota=2
+    )
     return World(
+        study_link=study_link,
         users=users,
         target=target,
         persona=persona,
@@ -669,6 +694,8 @@ def urls_for(name, world, role=ANNOTATOR) -> list[str]:
                 kwargs[param] = world.target.pk
             elif param == "uidb64":
                 kwargs[param] = urlsafe_base64_encode(force_bytes(world.target.pk))
+            elif param == "link_token":
+                kwargs[param] = world.study_link.token
             elif param == "token":
                 kwargs[param] = "not-a-token"  # the page says the link does not work
             elif param == "job_id":
@@ -781,6 +808,10 @@ def _rating_state(world):
     )
 
 
+def _study_link_state(world):
+    return StudyLink.objects.filter(pk=world.study_link.pk).values_list("token", "is_open").get()
+
+
 def _with_content_notes(world):
     """No data: the world's items get a risk level, so "I'd rather not" applies to them."""
     scenarios = world.campaign.comparisons.values("scenario_id")
@@ -850,6 +881,12 @@ PROBES = {
             "reason": "probe",
         },
         state=lambda w: AnnotatorExclusion.objects.filter(campaign=w.campaign).count(),
+    ),
+    "campaigns:study_action": Probe(data=lambda w: {"action": "close"}, state=_study_link_state),
+    "campaign-study-rotate": Probe(data=lambda w: {}, state=_study_link_state),
+    "study:consent": Probe(
+        data=lambda w: {"decision": "agree"},
+        state=lambda w: Participant.objects.filter(consented_at__isnull=False).count(),
     ),
     "annotation:submit": Probe(data=lambda w: {"preference": "0"}, state=_rating_state),
     "annotation:skip": Probe(data=lambda w: {"skip_reason": "other"}, state=_rating_state),
@@ -943,7 +980,7 @@ def test_access(name, role, world, client):
             elif name in CONFLICTS:
                 expected = 409
             else:
-                expected = 200
+                expected = ANSWERS.get(name, 200)
             assert response.status_code == expected, (role, url, response.status_code)
             continue
 

@@ -18,6 +18,7 @@ from h2htalk.roles import ANNOTATOR, role_required
 from ..access import rating_campaign_or_404
 from ..blinding import blind_names, blind_text
 from ..forms import PREFERENCE_LABELS
+from ..study import flow as study_flow
 from . import practice
 from .forms import PracticeForm
 from .models import Phase, QualificationEvent
@@ -36,6 +37,9 @@ def qualify(request, campaign_id):
     campaign = rating_campaign_or_404(request.user, campaign_id)
     if not campaign.requires_qualification:
         return redirect("annotation:rate", campaign_id=campaign.pk)
+    screened_out = study_flow.screened_out_url(request, campaign)  # a crowd participant
+    if screened_out:
+        return redirect(screened_out)
     return _page(request, campaign, PracticeForm())
 
 

@@ -163,8 +163,11 @@ def _alpha_lines(rows: list[dict]) -> list[str]:
 
 def body(facts: dict, hidden: list[str]) -> str:
     """The card's text: what the files hold and how the data was collected."""
-    c = facts
-    lines = [
+    return "\n".join(_files_part(facts) + _collection_part(facts, hidden))
+
+
+def _files_part(c: dict) -> list[str]:
+    return [
         f"# {c['title']}",
         "",
         f"Human pairwise judgments of emotional-companion responses on H2HTalk scenarios, "
@@ -201,6 +204,11 @@ def body(facts: dict, hidden: list[str]) -> str:
         "counted preference| (0–2]; `agreement` = share of counted votes pointing the chosen way; "
         "`votes` = the counted votes, positive = for the chosen response.",
         "",
+    ]
+
+
+def _collection_part(c: dict, hidden: list[str]) -> list[str]:
+    lines = [
         "## How the data was collected",
         "",
         f"- **Blinding**: {c['blinding']}",
@@ -228,4 +236,4 @@ def body(facts: dict, hidden: list[str]) -> str:
         "To be chosen by the researcher before publishing (see `license` above).",
         "",
     ]
-    return "\n".join(lines)
+    return lines

@@ -15,7 +15,7 @@ from h2htalk.roles import IsResearcher
 from scenarios.models import CompanionModel
 from scoring import tasks
 from scoring.models import CalibratedJudge, Release, ReleaseResult
-from scoring.releases import access, errors, formats, freezing
+from scoring.releases import access, errors, formats, freezing, versioning
 from scoring.releases import service as releases
 from scoring.releases.forms import MAX_BOOT, MIN_BOOT
 
@@ -44,6 +44,7 @@ class ReleaseSerializer(serializers.ModelSerializer):
             "seed",
             "n_boot",
             "style_control",
+            "parent",
             "is_demo",
             "state",
             "message",
@@ -159,6 +160,51 @@ class ReleaseCreateSerializer(serializers.Serializer):
         return attrs
 
 
+class VersionCreateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=150)
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+    campaigns = serializers.PrimaryKeyRelatedField(
+        queryset=Campaign.objects.none(),
+        many=True,
+        required=False,
+        default=list,
+        help_text="Campaigns besides the parent's whose new votes the version counts.",
+    )
+    companions = serializers.PrimaryKeyRelatedField(
+        queryset=CompanionModel.objects.all(),
+        many=True,
+        required=False,
+        default=list,
+        help_text="Companions added to the parent's (each a companion of one of the campaigns).",
+    )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        request = self.context.get("request")
+        if request is not None:
+            self.fields["campaigns"].child_relation.queryset = managed_campaigns(request.user)
+
+    def validate_name(self, value):
+        value = value.strip()
+        if Release.objects.filter(name=value).exists():
+            raise serializers.ValidationError("A release with this name exists.")
+        return value
+
+    def validate(self, attrs):
+        try:
+            versioning.check_version_choices(
+                self.context["parent"], attrs["campaigns"], attrs["companions"]
+            )
+        except errors.ReleaseError as error:
+            raise serializers.ValidationError(str(error)) from error
+        return attrs
+
+
+class LineageSerializer(serializers.Serializer):
+    releases = ReleaseSerializer(many=True)
+    changes = serializers.ListField(child=serializers.DictField(), allow_null=True)
+
+
 @summarised(
     "release",
     "benchmark releases",
@@ -177,7 +223,9 @@ class ReleaseViewSet(
     null until computed); `POST /api/releases/` freezes and computes a new one (inline when
     small, else a background job: poll the detail until `state` is `ready`);
     `POST /api/releases/{id}/compute/` computes one without numbers or recomputes and verifies
-    one bit for bit.
+    one bit for bit. `POST /api/releases/{id}/versions/` makes a new version of a computed
+    release; `GET /api/releases/{id}/lineage/` lists its ancestors, itself and its versions, and
+    (for a version) the change table against its parent.
     """
 
     permission_classes = [IsResearcher]
@@ -252,3 +300,67 @@ class ReleaseViewSet(
                 "fingerprint": release.fingerprint,
             }
         )
+
+    @extend_schema(
+        summary="Make a new version of a computed release",
+        request=VersionCreateSerializer,
+        responses={201: ReleaseDetailSerializer},
+    )
+    @action(detail=True, methods=["post"])
+    def versions(self, request, pk=None):
+        """Freeze and compute a version of this release (same anchor, scale, seed and draws; the
+        parent's votes plus the new ones; inline when small, else a job: poll the detail)."""
+        parent = self.get_object()
+        serializer = VersionCreateSerializer(
+            data=request.data, context={"request": request, "parent": parent}
+        )
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        version = versioning.create_version(
+            parent,
+            name=data["name"],
+            description=data.get("description", ""),
+            campaigns=data["campaigns"],
+            companions=data["companions"],
+            user=request.user,
+        )
+        version = self.get_queryset().select_related("result").get(pk=version.pk)
+        body = ReleaseDetailSerializer(version, context={"request": request}).data
+        return ApiResponse(body, status=status.HTTP_201_CREATED)
+
+    @extend_schema(summary="A release's lineage and changes", responses={200: LineageSerializer})
+    @action(detail=True, methods=["get"])
+    def lineage(self, request, pk=None):
+        """Ancestors (oldest first), the release, its versions; `changes`: per companion the
+        parent's and this version's Elo on the lineage's scale, the change and the reasons
+        (null for a release without a parent or numbers)."""
+        release = self.get_object()
+        chain = [
+            r for r in versioning.lineage(release) if r.pk == release.pk or _visible(request, r)
+        ]
+        context = versioning.page_context(release, _result_of(release))
+        rows = context.get("version", {}).get("rows")
+        changes = None
+        if rows is not None:
+            changes = [
+                {
+                    "companion": row["id"],
+                    "name": row["name"],
+                    "anchor": row["anchor"],
+                    "parent": row["parent"],
+                    "version": row["version"],
+                    "change": row["change"],
+                    "reasons": [{"code": code, "votes": n} for code, n in row["reasons"]],
+                }
+                for row in rows
+            ]
+        releases_data = ReleaseSerializer(chain, many=True, context={"request": request}).data
+        return ApiResponse({"releases": releases_data, "changes": changes})
+
+
+def _visible(request, release) -> bool:
+    return access.visible_releases(request.user).filter(pk=release.pk).exists()
+
+
+def _result_of(release):
+    return ReleaseResult.objects.filter(release=release).first()

@@ -89,3 +89,50 @@ class ReleaseForm(forms.Form):
         except errors.ReleaseError as error:
             raise forms.ValidationError(str(error)) from error
         return data
+
+
+class VersionForm(forms.Form):
+    """A new version of a computed release: more votes, more companions (versioning)."""
+
+    name = forms.CharField(label=_("Name"), max_length=150)
+    description = forms.CharField(
+        label=_("Description"), widget=forms.Textarea(attrs={"rows": 2}), required=False
+    )
+    campaigns = ModelMultipleChoiceField(
+        label=_("Other campaigns"),
+        queryset=None,
+        required=False,
+        help_text=_(
+            "New votes come from the parent's campaigns and from these (for example a campaign "
+            "that compares a new companion with the anchor)."
+        ),
+    )
+    companions = ModelMultipleChoiceField(
+        label=_("Added companions"),
+        queryset=CompanionModel.objects.all(),
+        required=False,
+        help_text=_("Companions to add to the parent's; each must be in one of the campaigns."),
+    )
+
+    def __init__(self, *args, parent=None, user=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.parent = parent
+        self.fields["campaigns"].queryset = managed_campaigns(user).order_by("name")
+
+    def clean_name(self):
+        name = self.cleaned_data["name"].strip()
+        if Release.objects.filter(name=name).exists():
+            raise forms.ValidationError(_("A release with this name exists."))
+        return name
+
+    def clean(self):
+        from scoring.releases.versioning import check_version_choices
+
+        data = super().clean()
+        try:
+            check_version_choices(
+                self.parent, list(data.get("campaigns") or []), list(data.get("companions") or [])
+            )
+        except errors.ReleaseError as error:
+            raise forms.ValidationError(str(error)) from error
+        return data

@@ -53,6 +53,23 @@ class Release(models.Model):
             "persona actions, emoji, question marks) held fixed (scoring.releases.style)."
         ),
     )
+    parent = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="versions",
+        help_text=_(
+            "The release this version extends (same anchor, scale, seed and draws; "
+            "scoring.releases.versioning)."
+        ),
+    )
+    added_campaigns = models.ManyToManyField(
+        Campaign,
+        blank=True,
+        related_name="+",
+        help_text=_("Campaigns besides the parent's whose new votes a version counts."),
+    )
     inputs = models.JSONField(null=True, blank=True, help_text=_("Frozen inputs (ids + hashes)."))
     fingerprint = models.CharField(max_length=64, blank=True, db_index=True)
     is_demo = models.BooleanField(default=False, help_text=_("Built from demo data."))

@@ -71,6 +71,12 @@ def create_release(
             created_by=user,
         )
         release.companions.set(chosen)
+    return start(release, user, compute_now)
+
+
+def start(release: Release, user, compute_now: bool | None) -> Release:
+    """Freeze and compute a new release (or version): inline when compute_now (None: when small,
+    else as a background job; False: not at all)."""
     if compute_now is None:
         compute_now = not needs_job(release)
         if not compute_now:
@@ -104,19 +110,26 @@ def freeze_release(release: Release, progress=None) -> None:
     stored), then freeze the inputs."""
     companion_ids = list(release.companions.values_list("pk", flat=True))
     candidates = candidate_responses(release.campaign, companion_ids)
+    for campaign in release.added_campaigns.all():  # a version's other campaigns
+        candidates = candidates | candidate_responses(campaign, companion_ids)
     profile = None
     if release.judge is not None and metric_jobs.stored_profile(candidates) is None:
         profile = release.judge.document.get("metrics_profile")
     metric_jobs.compute(candidates, profile=profile, keep_other_profiles=True, progress=progress)
-    inputs = freeze(
-        release.campaign,
-        list(release.companions.all()),
-        release.anchor,
-        release.judge,
-        release.seed,
-        release.n_boot,
-        release.style_control,
-    )
+    if release.parent_id is not None:
+        from scoring.releases.versioning import freeze_version
+
+        inputs = freeze_version(release)
+    else:
+        inputs = freeze(
+            release.campaign,
+            list(release.companions.all()),
+            release.anchor,
+            release.judge,
+            release.seed,
+            release.n_boot,
+            release.style_control,
+        )
     release.inputs = inputs
     release.fingerprint = fingerprint_of(inputs)
     release.frozen_at = timezone.now()

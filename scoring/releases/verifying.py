@@ -56,6 +56,8 @@ def current_inputs(release: Release) -> dict:
         out["exclusions"] = stored["exclusions"]
     if "style" in stored:  # the choice and the features counted at freezing (texts: above)
         out["style"] = stored["style"]
+    if "version" in stored:  # a version's record of its parent and its choices
+        out["version"] = stored["version"]
     if "judgments_on_other_text" in stored:  # counted at freezing (earlier releases: absent)
         out["judgments_on_other_text"] = stored["judgments_on_other_text"]
     if stored["judge"] is None:
@@ -139,12 +141,26 @@ def compare_inputs(stored: dict, current: dict) -> list[str]:
                 )
             if judge_now["verdicts_sha256"] != judge_before["verdicts_sha256"]:
                 problems.append("the LLM verdicts the judge's features come from changed")
+    problems += parent_problems(stored)
     if stored["metrics_sha256"] != current["metrics_sha256"]:
         problems.append(
             "the stored reference metrics of the release's responses changed (recomputed, "
             "deleted or added since the release was frozen)"
         )
     return problems
+
+
+def parent_problems(stored: dict) -> list[str]:
+    """A version's parent must still be there with the fingerprint the version extended."""
+    section = stored.get("version")
+    if not section:
+        return []
+    parent = Release.objects.filter(pk=section["parent"]).values_list("fingerprint", flat=True)
+    if not parent:
+        return [f"the parent release {section['parent']} was deleted"]
+    if parent[0] != section["parent_fingerprint"]:
+        return [f"the parent release {section['parent']}'s fingerprint changed"]
+    return []
 
 
 def verify(release: Release) -> list[str]:

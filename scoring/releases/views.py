@@ -15,9 +15,10 @@ from h2htalk.params import int_param
 from h2htalk.roles import RESEARCHER, role_required
 from scoring import tasks
 from scoring.models import Release, ReleaseResult
-from scoring.releases import access, formats, leaderboard
+from scoring.releases import access, formats, leaderboard, versioning
 from scoring.releases import service as releases
-from scoring.releases.forms import ReleaseForm
+from scoring.releases.errors import ReleaseError
+from scoring.releases.forms import ReleaseForm, VersionForm
 from scoring.releases.freezing import NO_JUDGE
 
 
@@ -90,7 +91,40 @@ def release_detail(request, pk):
     if result is not None:
         context.update(leaderboard.leaderboard_context(result.data))
         context["result"] = result
+    context.update(versioning.page_context(release, result))
     return render(request, "releases/detail.html", context)
+
+
+@role_required(RESEARCHER)
+def version_create(request, pk):
+    """A new version of a computed release: the form, then freezing and computing it (inline
+    when small, else a background job)."""
+    parent = access.release_or_404(request.user, pk)
+    form = VersionForm(request.POST or None, parent=parent, user=request.user)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            version = versioning.create_version(
+                parent,
+                name=data["name"],
+                description=data["description"],
+                campaigns=list(data["campaigns"]),
+                companions=list(data["companions"]),
+                user=request.user,
+            )
+        except ReleaseError as error:
+            form.add_error(None, str(error))
+        else:
+            if version.state == Release.State.FAILED:
+                messages.error(
+                    request, _("The version could not be computed: %s") % version.message
+                )
+            elif version.state != Release.State.READY:
+                messages.info(
+                    request, _("A large version: it is frozen and computed in the background.")
+                )
+            return redirect("releases:detail", pk=version.pk)
+    return render(request, "releases/version_form.html", {"form": form, "parent": parent})
 
 
 @role_required(RESEARCHER)

@@ -56,6 +56,7 @@ VISITED = {
     "releases:list": ("researcher", ()),
     "releases:create": ("researcher", ()),
     "releases:detail": ("researcher", ("release",)),
+    "releases:version_create": ("researcher", ("release",)),
 }
 
 # Rendered in Chinese by tests/browser/test_chinese_interface.py.

@@ -29,6 +29,8 @@ ANNOTATOR_SOURCES = (
     "annotation/forms.py",
     "annotation/queue.py",
     "annotation/access.py",
+    "annotation/study/",  # crowd participants (and the study link's researcher page)
+    "templates/study/",
     "annotation/qualification/",
     "h2htalk/auth.py",
     "h2htalk/errors.py",

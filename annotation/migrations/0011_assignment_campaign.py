@@ -21,7 +21,7 @@ def backfill(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("annotation", "0009_care_for_raters"),
+        ("annotation", "0010_study_links"),
     ]
 
     operations = [
