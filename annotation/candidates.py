@@ -206,12 +206,12 @@ def co_rating(
     return int(excess > SLACK + SLACK_SHARE * fair), excess
 
 
-ASSIGNMENT = ("id", "key", "comparison_id", "annotator_id", "left_is_a", "state", "issued_at")
-ASSIGNMENT += ("lease_expires_at",)
+ASSIGNMENT = ("id", "key", "comparison_id", "campaign_id", "annotator_id", "left_is_a", "state")
+ASSIGNMENT += ("issued_at", "lease_expires_at")
 
-_CLAIM = """INSERT INTO annotation_assignment (key, comparison_id, annotator_id, left_is_a, state,
-        issued_at, lease_expires_at, skip_reason)
-    SELECT %s, c.id, %s, %s, %s, %s, %s, '' FROM annotation_comparison c
+_CLAIM = """INSERT INTO annotation_assignment (key, comparison_id, campaign_id, annotator_id,
+        left_is_a, state, issued_at, lease_expires_at, skip_reason)
+    SELECT %s, c.id, c.campaign_id, %s, %s, %s, %s, %s, '' FROM annotation_comparison c
     WHERE c.id IN ({ids}) AND (c.is_gold OR c.judgment_count + (
         SELECT COUNT(*) FROM annotation_assignment a WHERE a.comparison_id = c.id
         AND a.state = '{open}' AND a.lease_expires_at > %s) < %s)

@@ -230,6 +230,12 @@ class Assignment(models.Model):
 
     key = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     comparison = models.ForeignKey(Comparison, on_delete=models.CASCADE, related_name="assignments")
+    # The comparison's campaign, kept on the row so that an annotator's items in one campaign
+    # are one range of the index below, whatever they did in other campaigns (the progress
+    # counts and the held item read only these; set from the comparison when saved).
+    campaign = models.ForeignKey(
+        Campaign, on_delete=models.CASCADE, related_name="+", db_index=False, editable=False
+    )
     annotator = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments"
     )
@@ -249,6 +255,9 @@ class Assignment(models.Model):
         indexes = [
             models.Index(fields=["annotator", "state"]),
             models.Index(
+                fields=["campaign", "annotator", "state"], name="assignment_campaign_annotator"
+            ),
+            models.Index(
                 fields=["comparison", "lease_expires_at"],
                 condition=Q(state="open"),
                 name="open_assignment_lease",
@@ -257,6 +266,11 @@ class Assignment(models.Model):
 
     def __str__(self):
         return f"assignment {self.key}"
+
+    def save(self, *args, **kwargs):
+        if self.campaign_id is None and self.comparison_id is not None:
+            self.campaign_id = self.comparison.campaign_id
+        super().save(*args, **kwargs)
 
 
 class Judgment(models.Model):

@@ -200,7 +200,7 @@ def adaptive_top_up(campaign: Campaign, user, batch: int | None = None) -> int:
 
     with transaction.atomic():
         campaign = Campaign.objects.select_for_update().get(pk=campaign.pk)
-        seen = Assignment.objects.filter(annotator=user, comparison__campaign=campaign)
+        seen = Assignment.objects.filter(campaign=campaign, annotator=user)
         still_open = campaign.comparisons.filter(
             is_gold=False, judgment_count__lt=campaign.overlap
         ).exclude(pk__in=seen.values("comparison_id"))

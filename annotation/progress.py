@@ -131,10 +131,12 @@ _COUNTS_SQL = " || ',' || ".join(
         " AND c.judgment_count < annotation_campaign.overlap AND s.state IN ("
         + ", ".join(f"'{state}'" for state in NOT_APPROVED)
         + ")",
-        # per assignment of the annotator, its comparison looked up by key: joined, the
-        # planner may hash every comparison of the campaign instead
-        "SELECT COUNT(*) FROM annotation_assignment a WHERE a.annotator_id = %s AND ("  # noqa: S608
-        "SELECT c.campaign_id = annotation_campaign.id AND NOT c.is_gold"
+        # per assignment of the annotator in this campaign (one range of the index
+        # (campaign, annotator, state), whatever they did elsewhere), its comparison looked up
+        # by key: joined, the planner may hash every comparison of the campaign instead
+        "SELECT COUNT(*) FROM annotation_assignment a"  # noqa: S608
+        " WHERE a.campaign_id = annotation_campaign.id AND a.annotator_id = %s AND ("
+        "SELECT NOT c.is_gold"
         f" AND c.judgment_count < annotation_campaign.overlap AND s.state = '{APPROVED}'"
         " FROM annotation_comparison c JOIN scenarios_scenario s ON s.id = c.scenario_id"
         " WHERE c.id = a.comparison_id)",

@@ -192,8 +192,8 @@ def current_assignment(user, campaign: Campaign) -> Assignment | None:
 def _open_items(user, campaign) -> QuerySet:
     """The user's open items with a live lease in the campaign (or an OuterRef to one)."""
     return Assignment.objects.filter(
+        campaign=campaign,
         annotator=user,
-        comparison__campaign=campaign,
         state=Assignment.State.OPEN,
         lease_expires_at__gt=timezone.now(),
     )
@@ -204,7 +204,7 @@ def _any_free(
 ) -> bool:
     """Whether any candidate `candidates.locked_batch` would look at has a free slot, counting
     live leases (no locks taken)."""
-    seen = Assignment.objects.filter(annotator=user).values("comparison_id")
+    seen = Assignment.objects.filter(campaign=campaign, annotator=user).values("comparison_id")
     candidates = (
         Comparison.objects.filter(
             campaign=campaign, is_gold=gold, scenario__state=Scenario.State.APPROVED

@@ -47,8 +47,7 @@ _NAMES = """(SELECT {json_list} FROM annotation_campaign_companions cc
 # Whether the user holds an open item with a live lease in the campaign (`other`: besides `a`);
 # the state is written in, as in `progress._COUNTS_SQL`.
 _HOLDS = f"""EXISTS(SELECT 1 FROM annotation_assignment o
-        JOIN annotation_comparison oc ON oc.id = o.comparison_id
-        WHERE o.annotator_id = %s AND oc.campaign_id = annotation_campaign.id
+        WHERE o.campaign_id = annotation_campaign.id AND o.annotator_id = %s
         AND o.state = '{Assignment.State.OPEN.value}' AND o.lease_expires_at > %s {{other}})"""  # noqa: S608
 
 
@@ -84,14 +83,8 @@ def _named(campaign: Campaign, values) -> None:
 
 def rating_campaign(user, pk) -> Campaign | None:
     """The campaign `pk` if `user` rates in it, read as `access.rating_campaign_or_404` says."""
-    sql = f"""SELECT {columns("annotation_campaign", CAMPAIGN)},
-        {_HOLDS.format(other="")}, {CARE_SQL}, {_names_sql()}, {_COUNTS_SQL}
-        FROM annotation_campaign
-        JOIN annotation_campaign_annotators ca ON ca.campaign_id = annotation_campaign.id
-        WHERE annotation_campaign.id = %s AND ca.user_id = %s"""  # noqa: S608 - names only
-    params = [*_holds_params(user), *care_params(user), *progress_params(user), pk, user.pk]
     with bound_cursor() as cursor:
-        cursor.execute(sql, params)
+        cursor.execute(*campaign_statement(user, pk))
         row = cursor.fetchone()
     if row is None:
         return None
@@ -102,40 +95,28 @@ def rating_campaign(user, pk) -> Campaign | None:
     return campaign
 
 
+def campaign_statement(user, pk) -> tuple[str, list]:
+    """`rating_campaign`'s statement and its parameters."""
+    sql = f"""SELECT {columns("annotation_campaign", CAMPAIGN)},
+        {_HOLDS.format(other="")}, {CARE_SQL}, {_names_sql()}, {_COUNTS_SQL}
+        FROM annotation_campaign
+        JOIN annotation_campaign_annotators ca ON ca.campaign_id = annotation_campaign.id
+        WHERE annotation_campaign.id = %s AND ca.user_id = %s"""  # noqa: S608 - names only
+    return sql, [*_holds_params(user), *care_params(user), *progress_params(user), pk, user.pk]
+
+
 def rated_assignment(user, key) -> Assignment | None:
     """The assignment with this key, its comparison, campaign and scenario (rows locked), and:
     `scenario_changed` and `shown_revision` (see `queue._own_assignment`), `rates` (the user
     still rates in the campaign), and on the campaign its name lists, the user's progress
     counts and `has_open_item`: whether they hold another item there (after this one is
     answered, `queue.next_assignment` need not look for one). None when there is no such assignment."""
-    changed, changed_params = _has_content_change("r")
-    # The annotator's user row FOR KEY SHARE, until the transaction ends: an exclusion from
-    # the campaign (annotation.counting) waits for this answer, or this answer for it.
-    lock = "FOR UPDATE OF a, c, s FOR KEY SHARE OF u"
-    lock = lock if connection.features.has_select_for_update_skip_locked else ""
-    sql = f"""SELECT {columns("a", ASSIGNMENT)}, {columns("c", COMPARISON)},
-        {columns("annotation_campaign", CAMPAIGN)}, {columns("s", SCENARIO)},
-        EXISTS(SELECT 1 FROM scenarios_revision r WHERE r.scenario_id = s.id
-            AND r.created_at >= a.issued_at AND {changed}),
-        (SELECT r.number FROM scenarios_revision r WHERE r.scenario_id = s.id
-            AND r.created_at <= a.issued_at ORDER BY r.number DESC LIMIT 1),
-        EXISTS(SELECT 1 FROM annotation_campaign_annotators ca
-            WHERE ca.campaign_id = annotation_campaign.id AND ca.user_id = %s),
-        {_HOLDS.format(other="AND o.id <> a.id")}, {CARE_SQL}, {_names_sql()}, {_COUNTS_SQL}
-        FROM annotation_assignment a
-        JOIN annotation_comparison c ON c.id = a.comparison_id
-        JOIN annotation_campaign ON annotation_campaign.id = c.campaign_id
-        JOIN scenarios_scenario s ON s.id = c.scenario_id
-        JOIN {User._meta.db_table} u ON u.id = a.annotator_id
-        WHERE a.key = %s {lock}"""  # noqa: S608 - names only
     try:
-        key = db_value(Assignment, "key", key)
+        statement = assignment_statement(user, key)
     except ValidationError:
         return None
-    params = [*changed_params, user.pk, *_holds_params(user), *care_params(user)]
-    params += [*progress_params(user), key]
     with bound_cursor() as cursor:
-        cursor.execute(sql, params)
+        cursor.execute(*statement)
         row = cursor.fetchone()
     if row is None:
         return None
@@ -157,6 +138,33 @@ def rated_assignment(user, key) -> Assignment | None:
     campaign.care = row[start + 4]  # the rater's opt-outs and high-risk count (annotation.care)
     _named(campaign, row[start + 5 :])
     return assignment
+
+
+def assignment_statement(user, key) -> tuple[str, list]:
+    """`rated_assignment`'s statement and its parameters (ValidationError: not a key)."""
+    changed, changed_params = _has_content_change("r")
+    # The annotator's user row FOR KEY SHARE, until the transaction ends: an exclusion from
+    # the campaign (annotation.counting) waits for this answer, or this answer for it.
+    lock = "FOR UPDATE OF a, c, s FOR KEY SHARE OF u"
+    lock = lock if connection.features.has_select_for_update_skip_locked else ""
+    sql = f"""SELECT {columns("a", ASSIGNMENT)}, {columns("c", COMPARISON)},
+        {columns("annotation_campaign", CAMPAIGN)}, {columns("s", SCENARIO)},
+        EXISTS(SELECT 1 FROM scenarios_revision r WHERE r.scenario_id = s.id
+            AND r.created_at >= a.issued_at AND {changed}),
+        (SELECT r.number FROM scenarios_revision r WHERE r.scenario_id = s.id
+            AND r.created_at <= a.issued_at ORDER BY r.number DESC LIMIT 1),
+        EXISTS(SELECT 1 FROM annotation_campaign_annotators ca
+            WHERE ca.campaign_id = annotation_campaign.id AND ca.user_id = %s),
+        {_HOLDS.format(other="AND o.id <> a.id")}, {CARE_SQL}, {_names_sql()}, {_COUNTS_SQL}
+        FROM annotation_assignment a
+        JOIN annotation_comparison c ON c.id = a.comparison_id
+        JOIN annotation_campaign ON annotation_campaign.id = c.campaign_id
+        JOIN scenarios_scenario s ON s.id = c.scenario_id
+        JOIN {User._meta.db_table} u ON u.id = a.annotator_id
+        WHERE a.key = %s {lock}"""  # noqa: S608 - names only
+    key = db_value(Assignment, "key", key)
+    params = [*changed_params, user.pk, *_holds_params(user), *care_params(user)]
+    return sql, [*params, *progress_params(user), key]
 
 
 def _holds_params(user) -> list:

@@ -34,7 +34,7 @@ from bench._worker import RESULT_PREFIX
 
 BENCH_DIR = Path(__file__).resolve().parent
 OUT_DIR = BENCH_DIR / "out"
-RUN_TIMEOUT_S = 900
+RUN_TIMEOUT_S = int(os.environ.get("BENCH_TIMEOUT_S", "900"))  # per module and backend
 
 
 # Benchmarks that make their own world and run on their own (not once per backend through

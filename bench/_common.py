@@ -225,9 +225,24 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def start_gunicorn(port: int, log_level: str, env: dict | None = None, **popen) -> subprocess.Popen:
-    """gunicorn (4 workers × 8 threads) on 127.0.0.1:port against this process's PostgreSQL
-    database, once it accepts connections; `env` adds to the environment."""
+# gunicorn's worker configurations the benches compare servers under (ours and Label Studio's
+# alike): 4 sync workers (one request at a time each, no keep-alive) and 4 × 8 threads.
+WORKER_CONFIGS = {
+    "sync": ["-w", "4", "-k", "sync"],
+    "gthread": ["-w", "4", "-k", "gthread", "--threads", "8"],
+}
+
+
+def start_gunicorn(
+    port: int,
+    log_level: str,
+    env: dict | None = None,
+    worker_args: list[str] | None = None,
+    **popen,
+) -> subprocess.Popen:
+    """gunicorn (4 workers × 8 threads unless `worker_args` say otherwise, see WORKER_CONFIGS)
+    on 127.0.0.1:port against this process's PostgreSQL database, once it accepts
+    connections; `env` adds to the environment."""
     from django.conf import settings
 
     db = settings.DATABASES["default"]
@@ -242,7 +257,7 @@ def start_gunicorn(port: int, log_level: str, env: dict | None = None, **popen) 
     }
     environment.pop("DJANGO_DEBUG", None)
     command = [sys.executable, "-m", "gunicorn", "h2htalk.wsgi", "-b", f"127.0.0.1:{port}"]
-    command += ["-w", "4", "-k", "gthread", "--threads", "8", "--log-level", log_level]
+    command += [*(worker_args or WORKER_CONFIGS["gthread"]), "--log-level", log_level]
     process = subprocess.Popen(command, cwd=REPO, env=environment, start_new_session=True, **popen)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

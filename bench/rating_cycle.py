@@ -1,22 +1,31 @@
-"""The blind pairwise rating cycle (API next + submit) under gunicorn on PostgreSQL: what one
-cycle costs, how many cycles a second 1, 10 and 50 annotators get through, how fast it answers
-at a human pace, and whether the cost stays flat with a million judgments stored elsewhere.
+"""The blind pairwise rating cycle (API next + submit) under gunicorn on PostgreSQL, measured
+like with like beside a live Label Studio 1.23.2 in the same run.
 
+- Server configurations: every level runs under each of BENCH_CYCLE_SERVERS (default
+  "sync,gthread": 4 sync workers, and 4 workers × 8 threads), ours and Label Studio's alike.
 - CPU-ms per cycle: utime + stime from /proc/<pid>/stat of the gunicorn workers and of the
-  PostgreSQL backends connected to the bench database (pg_stat_activity), before and after;
-  the load average (/proc/loadavg) is printed beside, since the machine may be shared.
-- Queries per call: the API next and submit, the rating page and its htmx submit, counted
-  in this process with Django's test client (statements sent; transaction control excluded).
-- Throughput against Label Studio 1.23.2 (measured earlier on this machine: 4.7, 13.4 and 9.0
-  cycles/s at 1, 10 and 50 annotators), or against a live Label Studio when BENCH_LS_URL,
-  BENCH_LS_TOKEN (comma-separated, one per annotator) and BENCH_LS_PROJECT are set.
+  PostgreSQL backends connected to the server's database (pg_stat_activity), before and after,
+  with the load average (/proc/loadavg) beside every figure: the machine may be shared.
+- Levels: 1, 10 and 50 annotators (BENCH_LOAD_LEVELS) in a fresh campaign (Label Studio: a
+  fresh project with the same texts, overlap 3), all of them raters with history
+  (BENCH_CYCLE_RATER_HISTORY earlier submitted assignments each, in closed campaigns; Label
+  Studio's raters carry theirs from earlier levels). Before a level every annotator finishes
+  one cycle (warm-up: connections and workers ready), then the level runs BENCH_CYCLE_SECONDS.
+  Every status is checked: accepted = stored on both sides (Label Studio: annotations in its
+  database), and no comparison or task over k.
+- Label Studio: live when BENCH_LS_VENV names its virtual environment (bench._label_studio);
+  otherwise there is no live anchor and no ratio is printed.
+- Statements per cycle from PostgreSQL's own log (bench._pglog), health checks and BEGIN /
+  COMMIT included, for both servers.
 - Human pace: 50 annotators each submitting every 4–8 s, arriving over the first 8 s; p95 of
-  next and of submit. The same 50 asking at once beforehand are a row of their own.
-- Flatness: CPU-ms per cycle at 10 annotators with 10 thousand, then 1 million, judgments
-  stored in other campaigns (INSERT … SELECT), in fresh campaigns of the same size.
+  next and of submit; the same 50 asking at once beforehand are a row of their own.
+- Flat in the store: 10 annotators with the judgments stored so far, then with 1 million more
+  (BENCH_CYCLE_FILLED) in other campaigns (INSERT … SELECT), in fresh campaigns of one size.
+- Flat in the rater's history: raters with 0, 1k, 10k and 100k earlier assignments across 50
+  closed campaigns (BENCH_CYCLE_HISTORY), each level BENCH_CYCLE_HISTORY_RATERS raters at once,
+  the levels in turn for BENCH_CYCLE_HISTORY_ROUNDS rounds (median).
 
-Every level reports the integrity figures that must be 0: judgments accepted but not stored
-("lost") and comparisons over k judgments. BENCH_CYCLE_SECONDS sets the time per level (15).
+BENCH_CYCLE_PARTS picks the parts (default "statements,levels,human,history,store").
 """
 
 import http.client
@@ -26,20 +35,37 @@ import random
 import signal
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from urllib.parse import urlsplit
 
-from bench._common import env_int, free_port, log, percentile, start_gunicorn
+from bench import _label_studio, _pglog
+from bench._common import WORKER_CONFIGS, env_int, free_port, log, percentile, start_gunicorn
 
-LEVELS = [int(x) for x in os.environ.get("BENCH_LOAD_LEVELS", "1,10,50").split(",")]
+
+def _env_list(name: str, default: str) -> list[str]:
+    return [x.strip() for x in os.environ.get(name, default).split(",") if x.strip()]
+
+
+LEVELS = [int(x) for x in _env_list("BENCH_LOAD_LEVELS", "1,10,50")]
+SERVERS = _env_list("BENCH_CYCLE_SERVERS", "sync,gthread")
+PARTS = set(_env_list("BENCH_CYCLE_PARTS", "statements,levels,human,history,store"))
 SECONDS = env_int("BENCH_CYCLE_SECONDS", 15)
 HUMAN_SECONDS = env_int("BENCH_HUMAN_SECONDS", 45)
 ARRIVAL_SECONDS = 8  # at a human pace, annotators arrive over the first seconds
 SCENARIOS = env_int("BENCH_CYCLE_SCENARIOS", 2000)  # × 3 companion pairs = comparisons
-LABEL_STUDIO = {1: 4.7, 10: 13.4, 50: 9.0}  # cycles/s, Label Studio 1.23.2, measured earlier
+RATER_HISTORY = env_int("BENCH_CYCLE_RATER_HISTORY", 2000)
+HISTORY = [int(x) for x in _env_list("BENCH_CYCLE_HISTORY", "0,1000,10000,100000")]
+HISTORY_RATERS = env_int("BENCH_CYCLE_HISTORY_RATERS", 5)
+HISTORY_CAMPAIGNS = 50
+HISTORY_ROUNDS = env_int("BENCH_CYCLE_HISTORY_ROUNDS", 3)
+STATEMENT_CYCLES = 100
+OVERLAP = 3
 FILLER_USERS = 100
-FILLED = (10_000, env_int("BENCH_CYCLE_FILLED", 1_000_000))  # judgments stored, then
+FILLED = env_int("BENCH_CYCLE_FILLED", 1_000_000)  # judgments added in other campaigns
 TICK_MS = 1000 / os.sysconf("SC_CLK_TCK")
+# Database connections kept for the whole bench (Label Studio's too): a backend that exits
+# within a measured window would take its CPU with it.
+KEPT = {"DB_CONN_MAX_AGE": str(_label_studio.CONN_MAX_AGE)}
 
 
 def _p95(values: list[float]) -> float:
@@ -73,27 +99,29 @@ def _children(parent: int) -> list[int]:
     return pids
 
 
-def _backends() -> list[int]:
+def _backends(database: str | None = None) -> list[int]:
+    """The client backends of `database` (this one's by default), but this process's own."""
     from django.db import connection
 
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
-            "AND pid <> pg_backend_pid() AND backend_type = 'client backend'"
+            "SELECT pid FROM pg_stat_activity WHERE datname = COALESCE(%s, current_database()) "
+            "AND pid <> pg_backend_pid() AND backend_type = 'client backend'",
+            [database],
         )
         return [row[0] for row in cursor.fetchall()]
 
 
 class CpuMeter:
-    """CPU-ms spent by the gunicorn workers and by their PostgreSQL backends between start()
-    and stop(); a backend that connects in between counts from 0."""
+    """CPU-ms spent by a gunicorn's workers and by their PostgreSQL backends (of `database`)
+    between start() and stop(); a backend that connects in between counts from 0."""
 
-    def __init__(self, master: int):
-        self.master = master
+    def __init__(self, master: int, database: str | None = None):
+        self.master, self.database = master, database
 
     def _snapshot(self) -> tuple[dict, dict]:
         workers = {pid: _cpu_ms(pid) for pid in _children(self.master)}
-        backends = {pid: _cpu_ms(pid) for pid in _backends()}
+        backends = {pid: _cpu_ms(pid) for pid in _backends(self.database)}
         return workers, backends
 
     def start(self) -> None:
@@ -111,8 +139,8 @@ class CpuMeter:
 
 
 def _post(connection, path: str, token: str, body: dict) -> tuple[int, bytes, float]:
-    """POST; a connection the server closed while the annotator was reading (gunicorn keeps an
-    idle one open 2 s) is opened again, as a browser would, within the time measured."""
+    """POST; a connection the server closed (keep-alive ended, or a sync worker's answer) is
+    opened again, as a browser would, within the time measured."""
     headers = {"Authorization": f"Token {token}", "Content-Type": "application/json"}
     started = time.perf_counter()
     for attempt in range(2):
@@ -127,25 +155,25 @@ def _post(connection, path: str, token: str, body: dict) -> tuple[int, bytes, fl
     return response.status, response.read(), (time.perf_counter() - started) * 1000
 
 
-def _annotator(port, token, campaign_id, deadline, pace, results, lock):
-    """Next, submit, until the deadline; `pace` (seconds) between submissions, or none. At a
-    pace, the annotator arrives within the first ARRIVAL_SECONDS, as people do."""
+def _annotator(port, campaign_id, pace, max_cycles, token, deadline) -> dict:
+    """Next, submit, until the deadline or max_cycles; `pace` (seconds) between submissions,
+    or none. At a pace, the annotator arrives within the first ARRIVAL_SECONDS, as people do."""
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     rng = random.Random(token)
     mine = {"next": [], "submit": [], "accepted": 0, "refused": 0, "errors": 0}
     if pace:
         time.sleep(rng.uniform(0, ARRIVAL_SECONDS))
     try:
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and (
+            max_cycles is None or len(mine["submit"]) < max_cycles
+        ):
             status, payload, ms = _post(
                 connection, f"/api/rate/campaigns/{campaign_id}/next/", token, {}
             )
             mine["next"].append(ms)
-            if status == 204:
-                break
             if status != 200:
-                mine["errors"] += 1
-                continue
+                mine["errors"] += status != 204
+                break
             if pace:
                 time.sleep(rng.uniform(*pace))
             key = json.loads(payload)["key"]
@@ -156,33 +184,53 @@ def _annotator(port, token, campaign_id, deadline, pace, results, lock):
             mine[outcome] += 1
     finally:
         connection.close()
-        with lock:
-            results.append(mine)
+    return mine
 
 
-def _drive(port: int, campaign, tokens: list[str], seconds: float, pace=None) -> dict:
+def _ours(port: int, campaign_id: int, pace=None, max_cycles=None) -> Callable:
+    return lambda token, deadline: _annotator(port, campaign_id, pace, max_cycles, token, deadline)
+
+
+def _theirs(port: int, project: int, max_cycles=None) -> Callable:
+    return lambda token, deadline: _label_studio.annotate(
+        port, project, token, deadline, max_cycles
+    )
+
+
+def _drive(work: Callable, tokens: list[str], seconds: float) -> dict:
+    """`work(token, deadline)` in a thread per token until the deadline (or its own end)."""
     from django.db import connections
 
     connections.close_all()
     results, lock = [], threading.Lock()
     deadline = time.monotonic() + seconds
+
+    def one(token):
+        mine = work(token, deadline)
+        with lock:
+            results.append(mine)
+
     started = time.perf_counter()
-    threads = [
-        threading.Thread(
-            target=_annotator, args=(port, t, campaign.pk, deadline, pace, results, lock)
-        )
-        for t in tokens
-    ]
+    threads = [threading.Thread(target=one, args=(t,)) for t in tokens]
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(seconds + 60)
+        thread.join(seconds + 120)
     return {
         "seconds": time.perf_counter() - started,
         "next": [ms for r in results for ms in r["next"]],
         "submit": [ms for r in results for ms in r["submit"]],
         **{k: sum(r[k] for r in results) for k in ("accepted", "refused", "errors")},
     }
+
+
+def _warm_up(make: Callable, tokens: list[str]) -> dict:
+    """Every annotator finishes one cycle (or is told nothing is left), however long it takes;
+    `make(max_cycles)` makes the annotators' work."""
+    return _drive(make(1), tokens, 600)
+
+
+# ---------------------------------------------------------------- campaigns and raters
 
 
 def _stored(campaign) -> int:
@@ -205,31 +253,167 @@ def _analyze() -> None:
         cursor.execute("ANALYZE")
 
 
-def _measured_level(port: int, meter: CpuMeter, n: int, tag: str) -> dict:
-    """n annotators in a fresh campaign for SECONDS (after one warm-up cycle each)."""
+def _raters(n: int, tag: str, history: int) -> list:
+    """n annotators (with API tokens), each with `history` earlier submitted assignments."""
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group
+    from rest_framework.authtoken.models import Token
+
+    from h2htalk.roles import ensure_role_groups
+
+    ensure_role_groups()
+    group = Group.objects.get(name="annotator")
+    users = []
+    for i in range(n):
+        user, _ = get_user_model().objects.get_or_create(username=f"bench-rater-{tag}-{i}")
+        user.groups.add(group)
+        Token.objects.get_or_create(user=user)
+        users.append(user)
+    if history:
+        log(f"{n} raters get {history:,} earlier assignments each")
+        _give_history([u.pk for u in users], history)
+    return users
+
+
+def _campaign(users: list, tag: str):
+    """A fresh open campaign (SCENARIOS scenarios × 3 companion pairs, overlap 3) that `users`
+    rate in, and their tokens."""
+    from rest_framework.authtoken.models import Token
+
     from bench.rating_load import _setup
 
-    campaign, tokens = _setup(n, n_scenarios=SCENARIOS, tag=tag)
-    _analyze()
-    _drive(port, campaign, tokens, 0.01)  # every annotator: one cycle, connections opened
-    before = _stored(campaign)
+    campaign, _ = _setup(0, n_scenarios=SCENARIOS, tag=tag)
+    campaign.annotators.add(*users)
+    return campaign, [Token.objects.get(user=u).key for u in users]
+
+
+_HISTORY_CAMPAIGNS: list[int] = []
+
+
+def _history_campaigns() -> list[int]:
+    """HISTORY_CAMPAIGNS closed campaigns, each with enough comparisons for the largest
+    history (copies of a campaign's, made once)."""
+    from django.db import connection
+
+    from annotation.models import Campaign
+
+    if not _HISTORY_CAMPAIGNS:
+        per = max(max(HISTORY), RATER_HISTORY) // HISTORY_CAMPAIGNS
+        users = _raters(0, "none", 0)
+        source, _ = _campaign(users, "history-source")
+        source.state = Campaign.State.CLOSED
+        source.save(update_fields=["state"])
+        for i in range(HISTORY_CAMPAIGNS):
+            copy = Campaign.objects.create(
+                name=f"bench history {i}", owner=source.owner, state=Campaign.State.CLOSED
+            )
+            with connection.cursor() as cursor:
+                cursor.execute(_COPY_COMPARISONS_SQL, [copy.pk, source.pk, per])
+            _HISTORY_CAMPAIGNS.append(copy.pk)
+    return _HISTORY_CAMPAIGNS
+
+
+def _give_history(users: list[int], history: int) -> None:
+    """`history` submitted assignments (with judgments and tallies) per user, spread evenly
+    over the closed history campaigns."""
+    from django.db import connection
+
+    per = history // HISTORY_CAMPAIGNS
+    for campaign in _history_campaigns():
+        with connection.cursor() as cursor:
+            cursor.execute(_HISTORY_SQL, [campaign, per, users])
+            cursor.execute(_HISTORY_JUDGMENTS_SQL, [campaign, users])
+            cursor.execute(_HISTORY_TALLIES_SQL, [campaign, per, users])
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM ANALYZE annotation_assignment")
+        cursor.execute("VACUUM ANALYZE annotation_judgment")
+
+
+_COPY_COMPARISONS_SQL = """
+INSERT INTO annotation_comparison (campaign_id, scenario_id, response_a_id, response_b_id,
+    is_gold, gold_note, judgment_count, shuffle_key, created_at)
+SELECT %s, scenario_id, response_a_id, response_b_id, false, '', 0,
+    (random() * 2147483647)::int, now()
+FROM annotation_comparison WHERE campaign_id = %s ORDER BY id LIMIT %s
+"""
+_HISTORY_SQL = """
+INSERT INTO annotation_assignment (key, comparison_id, campaign_id, annotator_id, left_is_a,
+    state, issued_at, lease_expires_at, finished_at, skip_reason)
+SELECT gen_random_uuid(), c.id, c.campaign_id, u, random() < 0.5, 'submitted', now(), now(),
+    now(), ''
+FROM (SELECT id, campaign_id FROM annotation_comparison WHERE campaign_id = %s ORDER BY id
+    LIMIT %s) c
+CROSS JOIN unnest(%s::bigint[]) AS u
+"""
+_HISTORY_JUDGMENTS_SQL = """
+INSERT INTO annotation_judgment (assignment_id, comparison_id, annotator_id, screen_preference,
+    preference, both_unacceptable, ratings, rationale, time_on_task_ms, scenario_hash,
+    reasons, created_at)
+SELECT a.id, a.comparison_id, a.annotator_id, 1, 1, false, '{}', '', 20000, '', '[]', now()
+FROM annotation_assignment a JOIN annotation_comparison c ON c.id = a.comparison_id
+WHERE c.campaign_id = %s AND a.annotator_id = ANY(%s)
+"""
+_HISTORY_TALLIES_SQL = """
+INSERT INTO annotation_annotatortally (campaign_id, annotator_id, judged, filled, today)
+SELECT %s, u, %s, 0, 0 FROM unnest(%s::bigint[]) AS u
+"""
+
+
+# ---------------------------------------------------------------- one level
+
+
+def _measure(make: Callable, tokens: list[str], meter: CpuMeter) -> dict:
+    """Warm-up (a cycle each), then SECONDS of cycles, with the CPU it cost; `make(max_cycles)`
+    makes the annotators' work."""
+    warm = _warm_up(make, tokens)
     load_before = _loadavg()
     meter.start()
-    run = _drive(port, campaign, tokens, SECONDS)
+    run = _drive(make(None), tokens, SECONDS)
     server_ms, pg_ms = meter.stop()
     cycles = len(run["submit"])
     return {
-        "n": n,
+        **run,
+        "n": len(tokens),
         "cycles": cycles,
         "per_s": cycles / run["seconds"],
         "server_ms": server_ms / max(cycles, 1),
         "pg_ms": pg_ms / max(cycles, 1),
         "next_p95": _p95(run["next"]),
         "submit_p95": _p95(run["submit"]),
-        "integrity": _integrity(campaign, run["accepted"], before)
-        + f", refused {run['refused']}, errors {run['errors']}",
         "load": f"{load_before} → {_loadavg()}",
+        "accepted_all": warm["accepted"] + run["accepted"],
+        "errors": warm["errors"] + run["errors"],
     }
+
+
+def _our_level(port: int, meter: CpuMeter, users: list, tag: str) -> dict:
+    campaign, tokens = _campaign(users, tag)
+    _analyze()
+    level = _measure(lambda cycles: _ours(port, campaign.pk, max_cycles=cycles), tokens, meter)
+    level["campaign"] = campaign
+    level["integrity"] = (
+        _integrity(campaign, level["accepted_all"])  # the warm-up's judgments included
+        + f", refused {level['refused']}, errors {level['errors']}"
+    )
+    return level
+
+
+def _their_level(port: int, meter: CpuMeter, campaign, n: int, tag: str) -> dict:
+    """Label Studio on the same texts as `campaign`'s comparisons, n annotators, overlap 3."""
+    tasks = [
+        {"scenario": c.scenario.user_message, "a": c.response_a.text, "b": c.response_b.text}
+        for c in campaign.comparisons.select_related("scenario", "response_a", "response_b")
+    ]
+    made = _label_studio.make_project(f"bench {tag}", tasks, n, OVERLAP)
+    project, tokens = made["project"], made["tokens"]
+    level = _measure(lambda cycles: _theirs(port, project, max_cycles=cycles), tokens, meter)
+    stored, over = _label_studio.stored(project)
+    accepted = level["accepted_all"]
+    level["integrity"] = (
+        f"accepted {accepted}, stored {stored}, lost {accepted - stored}, over k {over}, "
+        f"errors {level['errors']}"
+    )
+    return level
 
 
 def _cycle_row(name: str, level: dict, extra: str = "") -> dict:
@@ -239,72 +423,160 @@ def _cycle_row(name: str, level: dict, extra: str = "") -> dict:
         "rows": level["cycles"],
         "rows_per_s": round(level["per_s"], 1),
         "p95_ms": round(max(level["next_p95"], level["submit_p95"]), 1),
+        "cpu_ms_per_cycle": round(total, 2),
         "notes": f"CPU-ms/cycle server {level['server_ms']:.1f} + PG {level['pg_ms']:.1f} = "
         f"{total:.1f}; p95 next {level['next_p95']:.0f} submit {level['submit_p95']:.0f} ms; "
         f"{level['integrity']}; {extra}loadavg {level['load']}",
     }
 
 
-# ---------------------------------------------------------------- queries per call
+# ---------------------------------------------------------------- statements from the log
 
 
-def _queries_per_call() -> dict[str, int]:
-    """Statements each call sends, counted in this process (the views run as under gunicorn:
-    one transaction per request, whose BEGIN and COMMIT are not statements of Django's)."""
-    import re
+def _statements(worker_args: list[str], users: list, ls: bool) -> list[dict]:
+    """Statements per cycle as PostgreSQL logs them, for one annotator with history on a fresh
+    campaign (and on Label Studio, on the same texts), after a few cycles' warm-up."""
+    from django.conf import settings
 
-    from django.db import connection
-    from django.test import Client
-    from django.test.utils import CaptureQueriesContext
-    from django.urls import reverse
-
-    from bench.rating_load import _setup
-
-    campaign, tokens = _setup(2, n_scenarios=50, tag="queries")
-    api = Client(headers={"Authorization": f"Token {tokens[0]}"})
-    counts, cycle = {}, {}
-
-    def count(name, call):
-        """The most statements `call` sent after the first cycle (which counts the new
-        comparisons, and whose first judgment makes the annotator's tally row)."""
-        with CaptureQueriesContext(connection) as captured:
-            response = call()
-        assert response.status_code == 200, (name, response.status_code)
-        if cycle["first"]:
-            name += " (first cycle)"
-        counts[name] = max(counts.get(name, 0), len(captured.captured_queries))
-        return response
-
-    for n in range(3):
-        cycle["first"] = n == 0
-        key = count(
-            "API next", lambda: api.post(f"/api/rate/campaigns/{campaign.pk}/next/")
-        ).json()["key"]
-        count("API next, item held", lambda: api.post(f"/api/rate/campaigns/{campaign.pk}/next/"))
-        count(
-            "API submit",
-            lambda key=key: api.post(
-                f"/api/rate/assignments/{key}/submit/", {"preference": 1}, "application/json"
-            ),
+    db = settings.DATABASES["default"]
+    server_url = f"postgresql://{db['USER']}@{db['HOST']}:{db['PORT']}/postgres"
+    if _pglog.log_file() is None:
+        return [{"benchmark": "rating cycle statements", "notes": "not counted: no PostgreSQL log"}]
+    rows = []
+    campaign, tokens = _campaign(users[:1], "statements")
+    sides = [("ours", db["NAME"])] + ([("Label Studio", _label_studio.database())] if ls else [])
+    for side, database in sides:
+        with _pglog.statements_logged(database, server_url) as counted:
+            port = free_port()
+            if side == "ours":
+                server = start_gunicorn(port, "warning", env=KEPT, worker_args=worker_args)
+                work = _ours(port, campaign.pk, max_cycles=STATEMENT_CYCLES)
+                warm = _ours(port, campaign.pk, max_cycles=3)
+            else:
+                tasks = [
+                    {
+                        "scenario": c.scenario.user_message,
+                        "a": c.response_a.text,
+                        "b": c.response_b.text,
+                    }
+                    for c in campaign.comparisons.select_related(
+                        "scenario", "response_a", "response_b"
+                    )[:500]
+                ]
+                project = _label_studio.make_project("bench statements", tasks, 1, OVERLAP)
+                tokens = project["tokens"]
+                server = _label_studio.start(port, worker_args)
+                work = _theirs(port, project["project"], max_cycles=STATEMENT_CYCLES)
+                warm = _theirs(port, project["project"], max_cycles=3)
+            try:
+                _drive(warm, tokens[:1], 600)
+                time.sleep(0.5)
+                before = counted()
+                run = _drive(work, tokens[:1], 600)
+                time.sleep(1.0)  # the log is written as the statements run
+                after = counted()
+            finally:
+                os.killpg(server.pid, signal.SIGTERM)
+                server.wait(30)
+        cycles = len(run["submit"])
+        kinds = {k: (after[k] - before[k]) / max(cycles, 1) for k in after}
+        total = sum(kinds.values())
+        rows.append(
+            {
+                "benchmark": f"rating cycle statements per cycle, {side} (PostgreSQL's log)",
+                "rows": cycles,
+                "queries": round(total, 1),
+                "notes": f"{total:.1f} per next + submit: "
+                + ", ".join(f"{kind} {n:.1f}" for kind, n in sorted(kinds.items()))
+                + f"; errors {run['errors']}; loadavg {_loadavg()}",
+            }
         )
-    page = Client()
-    page.force_login(campaign.annotators.order_by("pk").last())
-    for n in range(3):
-        cycle["first"] = n == 0
-        html = count("page", lambda: page.get(reverse("annotation:rate", args=[campaign.pk])))
-        key = re.search(r"/a/([0-9a-f-]{36})/submit/", html.content.decode()).group(1)
-        count(
-            "htmx submit (+ next item)",
-            lambda key=key: page.post(
-                reverse("annotation:submit", args=[key]),
-                {"preference": "1"},
-                headers={"HX-Request": "true", "HX-Target": "item"},
-            ),
+    return rows
+
+
+# ---------------------------------------------------------------- human pace
+
+
+def _human_pace(port: int, users: list) -> list[dict]:
+    """50 annotators at a human pace, arriving over the first ARRIVAL_SECONDS; before it, the
+    same 50 all asking at once (one cycle each, as at a warm-up), reported as its own row."""
+    campaign, tokens = _campaign(users, "human")
+    _analyze()
+    load_before = _loadavg()
+    burst = _warm_up(lambda cycles: _ours(port, campaign.pk, max_cycles=cycles), tokens)
+    burst_row = {
+        "benchmark": "rating cycle: 50 annotators asking at once (one cycle each)",
+        "rows": len(burst["submit"]),
+        "p95_ms": round(max(_p95(burst["next"]), _p95(burst["submit"])), 1),
+        "notes": f"p95 next {_p95(burst['next']):.0f} ms, submit {_p95(burst['submit']):.0f} ms "
+        f"(a burst, not a human pace); loadavg {load_before} → {_loadavg()}",
+    }
+    before = _stored(campaign)
+    load_before = _loadavg()
+    run = _drive(_ours(port, campaign.pk, pace=(4.0, 8.0)), tokens, HUMAN_SECONDS)
+    return [
+        burst_row,
+        {
+            "benchmark": "rating cycle: 50 annotators at a human pace (4–8 s per item)",
+            "rows": len(run["submit"]),
+            "rows_per_s": round(len(run["submit"]) / run["seconds"], 1),
+            "p95_ms": round(max(_p95(run["next"]), _p95(run["submit"])), 1),
+            "notes": f"arriving over {ARRIVAL_SECONDS} s; p95 next {_p95(run['next']):.0f} ms, "
+            f"submit {_p95(run['submit']):.0f} ms (target ≤ 50); "
+            f"{_integrity(campaign, run['accepted'], before)}; "
+            f"loadavg {load_before} → {_loadavg()}",
+        },
+    ]
+
+
+# ---------------------------------------------------------------- flat in the history
+
+
+def _history(port: int, meter: CpuMeter, config: str) -> list[dict]:
+    """Raters with each history in a campaign of their own, measured in HISTORY_ROUNDS rounds
+    that take the levels in turn (the machine's load drifts), each SECONDS long; the median
+    CPU-ms per cycle of each level is compared with the first level's."""
+    from statistics import median
+
+    levels = {}
+    for history in HISTORY:
+        users = _raters(HISTORY_RATERS, f"h{history}", history)
+        campaign, tokens = _campaign(users, f"h{history}")
+        levels[history] = (campaign, tokens, [])
+    _analyze()
+    for _ in range(HISTORY_ROUNDS):
+        for campaign, tokens, runs in levels.values():
+            make = lambda cycles, c=campaign: _ours(port, c.pk, max_cycles=cycles)  # noqa: E731
+            runs.append(_measure(make, tokens, meter))
+    rows, first = [], None
+    for history, (campaign, _, runs) in levels.items():
+        totals = [run["server_ms"] + run["pg_ms"] for run in runs]
+        middle = sorted(runs, key=lambda run: run["server_ms"] + run["pg_ms"])[len(runs) // 2]
+        level = {
+            **middle,
+            "cycles": sum(run["cycles"] for run in runs),
+            "per_s": median(run["per_s"] for run in runs),
+            "next_p95": max(run["next_p95"] for run in runs),
+            "submit_p95": max(run["submit_p95"] for run in runs),
+            "integrity": _integrity(campaign, sum(run["accepted_all"] for run in runs))
+            + f", errors {sum(run['errors'] for run in runs)}",
+            "load": "; ".join(run["load"] for run in runs),
+        }
+        first = first or median(totals)
+        rounds = " / ".join(f"{total:.1f}" for total in totals)
+        rows.append(
+            _cycle_row(
+                f"rating cycle ({config}): {HISTORY_RATERS} raters with {history:,} earlier "
+                f"assignments each ({HISTORY_CAMPAIGNS} closed campaigns)",
+                level,
+                f"median of {HISTORY_ROUNDS} rounds ({rounds} CPU-ms/cycle) "
+                f"×{median(totals) / first:.2f} of {HISTORY[0]:,} (target ≤ 1.20); ",
+            )
         )
-    return counts
+    return rows
 
 
-# ---------------------------------------------------------------- judgments elsewhere
+# ---------------------------------------------------------------- flat in the store
 
 
 def _filler_users() -> list[int]:
@@ -348,11 +620,12 @@ WITH comparisons AS (
     SELECT %s, scenario_id, response_a_id, response_b_id, false, '', %s,
         (random() * 2147483647)::int, now()
     FROM annotation_comparison WHERE campaign_id = %s
-    RETURNING id
+    RETURNING id, campaign_id
 )
-INSERT INTO annotation_assignment (key, comparison_id, annotator_id, left_is_a, state,
-    issued_at, lease_expires_at, finished_at, skip_reason)
-SELECT gen_random_uuid(), c.id, u, random() < 0.5, 'submitted', now(), now(), now(), ''
+INSERT INTO annotation_assignment (key, comparison_id, campaign_id, annotator_id, left_is_a,
+    state, issued_at, lease_expires_at, finished_at, skip_reason)
+SELECT gen_random_uuid(), c.id, c.campaign_id, u, random() < 0.5, 'submitted', now(), now(),
+    now(), ''
 FROM comparisons c CROSS JOIN unnest(%s::bigint[]) AS u
 LIMIT %s
 """
@@ -366,120 +639,69 @@ WHERE c.campaign_id = %s
 """
 
 
-# ---------------------------------------------------------------- Label Studio
+def _store(port: int, meter: CpuMeter, users: list, config: str) -> list[dict]:
+    """10 annotators with the judgments stored so far, then with FILLED more in other
+    campaigns, each level in a fresh campaign of the same size."""
+    from annotation.models import Campaign, Judgment
 
-
-def _label_studio(n: int) -> float | None:
-    """Cycles/s of a live Label Studio (BENCH_LS_URL, BENCH_LS_TOKEN, BENCH_LS_PROJECT): n
-    threads each asking the project's next task and annotating it, for SECONDS; None without
-    the variables."""
-    url, tokens = os.environ.get("BENCH_LS_URL"), os.environ.get("BENCH_LS_TOKEN", "")
-    project = os.environ.get("BENCH_LS_PROJECT")
-    if not (url and tokens and project):
-        return None
-    tokens = tokens.split(",")
-    parts = urlsplit(url)
-    done, lock = [], threading.Lock()
-    deadline = time.monotonic() + SECONDS
-
-    def annotate(token):
-        connection = http.client.HTTPConnection(parts.hostname, parts.port or 80, timeout=30)
-        headers = {"Authorization": f"Token {token}", "Content-Type": "application/json"}
-        while time.monotonic() < deadline:
-            connection.request("GET", f"/api/projects/{project}/next", headers=headers)
-            response = connection.getresponse()
-            task = json.loads(response.read() or b"{}")
-            if response.status != 200 or "id" not in task:
-                break
-            body = json.dumps({"result": [], "lead_time": 1.0})
-            connection.request("POST", f"/api/tasks/{task['id']}/annotations/", body, headers)
-            connection.getresponse().read()
-            with lock:
-                done.append(1)
-
-    started = time.perf_counter()
-    threads = [threading.Thread(target=annotate, args=(tokens[i % len(tokens)],)) for i in range(n)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(SECONDS + 60)
-    return len(done) / (time.perf_counter() - started)
-
-
-def _versus(n: int, ours: float) -> str:
-    live = _label_studio(n)
-    theirs, where = (
-        (live, "live") if live is not None else (LABEL_STUDIO.get(n), "measured earlier")
-    )
-    if not theirs:
-        return ""
-    return f"{ours / theirs:.1f}× Label Studio ({theirs:.1f} cycles/s, {where}); "
+    source = Campaign.objects.filter(name__startswith="bench load").order_by("pk").first()
+    rows, totals = [], []
+    for added in (0, FILLED):
+        if added:
+            log(f"adding {added:,} judgments in other campaigns")
+        stored = _fill(added, source, f"{added}") if added else Judgment.objects.count()
+        level = _our_level(port, meter, users, f"flat{added}")
+        totals.append(level["server_ms"] + level["pg_ms"])
+        versus = (
+            f"CPU-ms/cycle ×{totals[1] / totals[0]:.2f} of the run before the {added:,} were "
+            "added (target ≤ 1.20); "
+            if added
+            else ""
+        )
+        rows.append(
+            _cycle_row(
+                f"rating cycle ({config}): 10 annotators, {stored:,} judgments stored",
+                level,
+                versus,
+            )
+        )
+    return rows
 
 
 # ---------------------------------------------------------------- run
 
 
-def _warm_up(port: int) -> None:
-    """Until every worker answers (each loads the URLs and views on its first request)."""
-    for _ in range(40):
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
-        connection.request("GET", "/")
-        connection.getresponse().read()
-        connection.close()
-
-
-def _human_pace(port: int) -> list[dict]:
-    """50 annotators at a human pace, arriving over the first ARRIVAL_SECONDS; before it, the
-    same 50 all asking at once (one cycle each, as at a warm-up), reported as its own row."""
-    from bench.rating_load import _setup
-
-    campaign, tokens = _setup(50, n_scenarios=SCENARIOS, tag="human")
-    _analyze()
-    load_before = _loadavg()
-    burst = _drive(port, campaign, tokens, 0.01)
-    burst_row = {
-        "benchmark": "rating cycle: 50 annotators asking at once (one cycle each)",
-        "rows": len(burst["submit"]),
-        "p95_ms": round(max(_p95(burst["next"]), _p95(burst["submit"])), 1),
-        "notes": f"p95 next {_p95(burst['next']):.0f} ms, submit {_p95(burst['submit']):.0f} ms "
-        f"(a burst, not a human pace); loadavg {load_before} → {_loadavg()}",
-    }
-    before = _stored(campaign)
-    load_before = _loadavg()
-    run = _drive(port, campaign, tokens, HUMAN_SECONDS, pace=(4.0, 8.0))
-    return [
-        burst_row,
-        {
-            "benchmark": "rating cycle: 50 annotators at a human pace (4–8 s per item)",
-            "rows": len(run["submit"]),
-            "rows_per_s": round(len(run["submit"]) / run["seconds"], 1),
-            "p95_ms": round(max(_p95(run["next"]), _p95(run["submit"])), 1),
-            "notes": f"arriving over {ARRIVAL_SECONDS} s; p95 next {_p95(run['next']):.0f} ms, "
-            f"submit {_p95(run['submit']):.0f} ms (target ≤ 50); "
-            f"{_integrity(campaign, run['accepted'], before)}; "
-            f"loadavg {load_before} → {_loadavg()}",
-        },
-    ]
-
-
-def _flatness(port: int, meter: CpuMeter) -> list[dict]:
-    from annotation.models import Campaign
-
-    source = Campaign.objects.filter(name__startswith="bench load").order_by("pk").first()
-    rows, levels = [], {}
-    for target in FILLED:
-        from annotation.models import Judgment
-
-        log(f"filling other campaigns up to {target:,} judgments")
-        stored = _fill(target - Judgment.objects.count(), source, f"{target}")
-        levels[target] = _measured_level(port, meter, 10, f"flat{target}")
-        rows.append(
-            _cycle_row(f"rating cycle: 10 annotators, {stored:,} judgments stored", levels[target])
-        )
-    small, large = (levels[t]["server_ms"] + levels[t]["pg_ms"] for t in FILLED)
-    rows[-1]["notes"] = (
-        f"CPU-ms/cycle ×{large / small:.2f} of the 10k run (target ≤ 1.20); " + rows[-1]["notes"]
-    )
+def _levels(config: str, users: list, ls: bool) -> list[dict]:
+    """Each level on our server, then on Label Studio's (same worker configuration, same
+    texts), started side by side for this configuration."""
+    worker_args = WORKER_CONFIGS[config]
+    port, their_port = free_port(), free_port()
+    ours = start_gunicorn(port, "warning", env=KEPT, worker_args=worker_args)
+    theirs = _label_studio.start(their_port, worker_args) if ls else None
+    rows = []
+    try:
+        meter = CpuMeter(ours.pid)
+        their_meter = CpuMeter(theirs.pid, _label_studio.database()) if ls else None
+        for n in LEVELS:
+            log(f"{config}: {n} annotators for {SECONDS} s")
+            level = _our_level(port, meter, users[:n], f"{config}{n}")
+            them = None
+            if ls:
+                log(f"{config}: Label Studio, {n} annotators for {SECONDS} s")
+                them = _their_level(their_port, their_meter, level["campaign"], n, f"{config}{n}")
+            ratio = (
+                f"{level['per_s'] / them['per_s']:.1f}× Label Studio's cycles/s (live, this run); "
+                if them and them["per_s"]
+                else "no live Label Studio (BENCH_LS_VENV): no ratio; "
+            )
+            rows.append(_cycle_row(f"rating cycle ({config}): {n} annotators", level, ratio))
+            if them:
+                rows.append(_cycle_row(f"Label Studio 1.23.2 ({config}): {n} annotators", them))
+    finally:
+        for server in (ours, theirs):
+            if server is not None:
+                os.killpg(server.pid, signal.SIGTERM)
+                server.wait(30)
     return rows
 
 
@@ -488,28 +710,28 @@ def run() -> list[dict]:
 
     if connection.vendor != "postgresql":
         return [{"benchmark": "rating cycle", "notes": "skipped: needs PostgreSQL"}]
-    rows = [
-        {
-            "benchmark": f"rating cycle queries: {name}",
-            "queries": n,
-            "notes": "statements incl. BEGIN and COMMIT; target ≤ 8",
-        }
-        for name, n in _queries_per_call().items()
-    ]
+    ls = _label_studio.venv() is not None
+    if ls:
+        _label_studio.prepare()
+    rows = []
+    users = _raters(max([*LEVELS, 50]), "pool", RATER_HISTORY)
+    if "statements" in PARTS:
+        rows += _statements(WORKER_CONFIGS[SERVERS[0]], users, ls)
+    if "levels" in PARTS:
+        for config in SERVERS:
+            rows += _levels(config, users, ls)
+    config = SERVERS[0]
     port = free_port()
-    server = start_gunicorn(port, log_level="warning")
+    server = start_gunicorn(port, "warning", env=KEPT, worker_args=WORKER_CONFIGS[config])
     meter = CpuMeter(server.pid)
     try:
-        _warm_up(port)
-        for n in LEVELS:
-            log(f"{n} annotators for {SECONDS} s")
-            level = _measured_level(port, meter, n, f"c{n}")
-            rows.append(
-                _cycle_row(f"rating cycle: {n} annotators", level, _versus(n, level["per_s"]))
-            )
-        log(f"50 annotators at a human pace for {HUMAN_SECONDS} s")
-        rows += _human_pace(port)
-        rows += _flatness(port, meter)
+        if "human" in PARTS:
+            log(f"50 annotators at a human pace for {HUMAN_SECONDS} s")
+            rows += _human_pace(port, users[:50])
+        if "store" in PARTS:
+            rows += _store(port, meter, users[:10], config)
+        if "history" in PARTS:
+            rows += _history(port, meter, config)
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(20)

@@ -118,3 +118,9 @@ urlpatterns = [
     path("releases/", include("scoring.releases.api_urls")),
     path("", include(router.urls)),
 ]
+# The rating endpoints first: the API next and submit are most of the requests, and Django tries
+# the patterns in turn (the order changes no answer: no two patterns match one path).
+urlpatterns = [
+    *[p for p in router.urls if str(p.pattern).startswith("^rate/")],
+    *urlpatterns,
+]

@@ -4,7 +4,7 @@ Admins pass every role check. Researchers and annotators are separate: a user in
 groups has both roles.
 """
 
-from functools import wraps
+from functools import cache, wraps
 
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
@@ -111,12 +111,14 @@ class RolesTokenAuthentication(TokenAuthentication):
         return user, token
 
 
-def _user_fields() -> list[str]:
+@cache
+def _user_fields() -> tuple[str, ...]:
     from django.contrib.auth import get_user_model
 
-    return [f.attname for f in get_user_model()._meta.concrete_fields]
+    return tuple(f.attname for f in get_user_model()._meta.concrete_fields)
 
 
+@cache
 def _token_sql(token_model) -> str:
     """token.created, the user's columns, whether the user is in each of ROLES' groups."""
     from django.contrib.auth import get_user_model

@@ -120,6 +120,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
             "options": "-c jit=off -c plan_cache_mode=force_generic_plan",
         }
     )
+    # Django's backend, but a kept connection's health check is sent only after it sat idle
+    # (not on every request: two statements of each rating cycle; h2htalk/postgresql/base.py).
+    DATABASES["default"]["ENGINE"] = "h2htalk.postgresql"
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets the web process read while a job writes; a timeout instead of "database is locked".
     # IMMEDIATE: a transaction takes the write lock when it begins, so concurrent read-then-write
@@ -312,6 +315,8 @@ REST_FRAMEWORK = {
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
+    # DRF's negotiation, with the common Accept headers answered without parsing them.
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "h2htalk.negotiation.ContentNegotiation",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,

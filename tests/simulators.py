@@ -195,6 +195,7 @@ def submitted_vote(comparison, rater, preference: int, now, *, left_is_a=True, *
 
     assignment = Assignment(
         comparison=comparison,
+        campaign_id=comparison.campaign_id,
         annotator=rater,
         left_is_a=left_is_a,
         state=Assignment.State.SUBMITTED,

@@ -100,7 +100,7 @@ def test_database_url_selects_postgresql():
     values = report(
         SECRET_KEY="x", DATABASE_URL="postgres://someone@db.example:5433/h2htalk_settings_test"
     )
-    assert values["engine"] == "django.db.backends.postgresql"
+    assert values["engine"] == "h2htalk.postgresql"  # Django's, idle-only health checks
     assert values["name"] == "h2htalk_settings_test"
     assert (values["host"], values["port"], values["user"]) == ("db.example", 5433, "someone")
 
