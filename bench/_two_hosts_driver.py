@@ -85,6 +85,19 @@ def moves(rater: "Rater") -> bool:
     return (rater.number // 2) % 2 == 0
 
 
+def _next_key(board: Board, host, rater: Rater, campaign_id: int) -> str | None:
+    """The key of the next item on `host`; None after a second's wait when there is none free
+    now (204) or the host answered with an error (counted)."""
+    status, payload, ms = call(host, f"/api/rate/campaigns/{campaign_id}/next/", rater.token, {})
+    board.sample(host, "next", ms)
+    if status == 200:
+        return json.loads(payload)["key"]
+    if status != 204:
+        rater.errors[f"next {status}"] = rater.errors.get(f"next {status}", 0) + 1
+    time.sleep(1)
+    return None
+
+
 def annotate(board: Board, rater: Rater, campaign_id: int, plan: Plan) -> None:
     """Next, think, submit, until the deadline; on an unreachable host, move to another one
     or wait for it to come back (`moves`)."""
@@ -123,18 +136,9 @@ def annotate(board: Board, rater: Rater, campaign_id: int, plan: Plan) -> None:
                 submit(pending)
                 pending = None
                 continue
-            status, payload, ms = call(
-                host, f"/api/rate/campaigns/{campaign_id}/next/", rater.token, {}
-            )
-            board.sample(host, "next", ms)
-            if status == 204:
-                time.sleep(1)
+            key = _next_key(board, host, rater, campaign_id)
+            if key is None:
                 continue
-            if status != 200:
-                rater.errors[f"next {status}"] = rater.errors.get(f"next {status}", 0) + 1
-                time.sleep(1)
-                continue
-            key = json.loads(payload)["key"]
             time.sleep(rng.uniform(*plan.pace))
             pending = key
             submit(key)
