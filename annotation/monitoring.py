@@ -121,6 +121,8 @@ def quality(judgments: pd.DataFrame) -> pd.DataFrame:
             "flagged": report["flagged"],
             "flag": report["flag"],
             "note": report["note"],
+            "flag_items": report["flag_items"],
+            "note_items": report["note_items"],
         }
     )
 

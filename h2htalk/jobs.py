@@ -141,9 +141,11 @@ def live_progress(job: Job) -> dict:
     values = {"done": job.done, "total": job.total, "message": job.message}
     if not job.is_finished:  # while Redis is down: what the database last heard (outage)
         values.update(outage.call(cache, "get", _key(job.pk)) or {})
-        if job.state == State.RUNNING and job.attempts > 1:
-            note = _("attempt %(n)s, after the worker was lost") % {"n": job.attempts}
-            values["message"] = f"{values['message']} ({note})" if values["message"] else note
+    if values["message"]:  # stages marked with gettext_noop are shown in the page's language
+        values["message"] = _(values["message"])
+    if not job.is_finished and job.state == State.RUNNING and job.attempts > 1:
+        note = _("attempt %(n)s, after the worker was lost") % {"n": job.attempts}
+        values["message"] = f"{values['message']} ({note})" if values["message"] else note
     total = values["total"]
     if job.state == State.COMPLETED:  # done is done, whatever the last report counted
         values["done"] = values["total"] = total = max(total, values["done"], 1)

@@ -212,7 +212,7 @@ def run_release_job(job_id: int) -> None:
         pk=job.params["release"]
     )
 
-    def progress(done, total, message="scoring pairs with the judge"):
+    def progress(done, total, message=releases.JUDGE_STAGE):
         jobs.report_progress(job_id, done, total, message)
 
     try:

@@ -7,6 +7,7 @@ from django.utils.translation import gettext_lazy
 
 from h2htalk import display
 from h2htalk.meanings import MEANINGS, meaning_rows
+from scoring.agreement.flag_text import flag_text
 
 register = template.Library()
 
@@ -27,6 +28,7 @@ register.filter("percent", display.percent)
 register.filter("share_of", display.share_of)
 register.filter("generation", display.generation_summary)
 register.filter("timestamp", display.timestamp)
+register.filter("flag_text", lambda items, english="": flag_text(items, english))
 
 
 @register.simple_tag

@@ -25,6 +25,7 @@ MIN_UNITS_FOR_ALPHA = 5
 # them; the agreement CSV and the calibration document show the same columns.
 ALPHA_FIELDS = ("level", "alpha", "low", "high", "ci", "n_units")
 EXPORT_TABLES = ("alpha", "annotators")
+ITEM_COLUMNS = ("flag_items", "note_items")
 ALPHA_COLUMNS = [
     "group",
     "label",
@@ -367,7 +368,8 @@ def export_rows(data: dict, table: str) -> tuple[list[str], list[dict]]:
     (overall, by dimension, by subtask) with a scope column."""
     if table == "annotators":
         rows = data["annotators"]
-        return (list(rows[0]) if rows else ["annotator"]), rows
+        columns = [c for c in rows[0] if c not in ITEM_COLUMNS] if rows else ["annotator"]
+        return columns, rows  # the flags as English text (the items are for the pages)
     rows = [
         {**row, "scope": scope}
         for scope in ("overall", "by_dimension", "by_subtask")

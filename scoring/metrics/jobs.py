@@ -25,6 +25,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from annotation.models import Campaign, Comparison
 from scenarios.models import Response
@@ -33,6 +34,7 @@ from scoring.models import MetricScore
 
 KIND = "compute_metrics"
 BATCH = 2_000
+METRICS_STAGE = gettext_noop("computing reference metrics")  # shown translated
 
 
 def campaign_responses(campaign: Campaign) -> QuerySet:
@@ -161,7 +163,7 @@ def compute(
     ids = sorted(set(todo.values_list("pk", flat=True)))
     total = len(ids)
     if progress:
-        progress(0, total, "computing reference metrics")
+        progress(0, total, METRICS_STAGE)
     for start in range(0, total, BATCH):
         chunk = ids[start : start + BATCH]
         objects = _scored_batch(chunk, chosen, processes)
@@ -173,7 +175,7 @@ def compute(
                 update_fields=["values", "composite_note", "profile", "computed_at"],
             )
         if progress:
-            progress(start + len(chunk), total, "computing reference metrics")
+            progress(start + len(chunk), total, METRICS_STAGE)
     return {"scored": total, "profile": chosen["profile"]}
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from annotation.models import Judgment
 from h2htalk import stats
@@ -35,6 +36,11 @@ from scoring.releases.signals import release_published
 from scoring.releases.verifying import verify
 
 KIND = "release_compute"
+# The stages a release job reports (stored in English, shown translated: h2htalk.jobs).
+VERIFYING = gettext_noop("checking the frozen inputs against the database")
+LOADING = gettext_noop("loading the frozen votes, responses and metrics")
+COMPUTING = gettext_noop("computing the numbers (bootstrap)")
+JUDGE_STAGE = gettext_noop("scoring pairs with the judge")
 INLINE_RESPONSES = 3_000  # more responses (or judgments) than this: a background job
 INLINE_JUDGMENTS = 20_000
 
@@ -163,11 +169,15 @@ def results_for(release: Release, progress=None) -> dict:
     from scoring.releases.computing import compute_results
     from scoring.releases.data import load_data
 
+    stage = progress or (lambda done, total, message: None)
     with stored_columns.reading_once():  # verifying hashes the rows load_data then uses
+        stage(0, 3, VERIFYING)
         problems = verify(release)
         if problems:
             raise InputsChanged(problems)
+        stage(1, 3, LOADING)
         data = load_data(release, progress)
+    stage(2, 3, COMPUTING)
     return compute_results(data)
 
 

@@ -6,6 +6,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from h2htalk.display import scenario_name
 from scenarios.models import Persona, Scenario
 from scenarios.taxonomy import Subtask
 from tests.browser.conftest import assert_static_loaded
@@ -136,8 +137,8 @@ def test_bulk_submit_selected_rows(researcher_page, researcher):
     page = researcher_page
     page.reload()
     expect(result_count(page)).to_have_text("4 scenarios")
-    page.get_by_label(f"select {made[1]}", exact=True).check()
-    page.get_by_label(f"select {made[3]}", exact=True).check()
+    for scenario in (made[1], made[3]):
+        page.get_by_label(f"select {scenario_name(scenario)}", exact=True).check()
     page.get_by_label("bulk action").select_option(label="Submit for review")
     page.get_by_role("button", name="Apply").click()
 

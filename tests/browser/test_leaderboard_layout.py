@@ -144,3 +144,21 @@ def test_charts_scale_with_the_window_keep_12_px_text_and_have_colour_keys(page,
     expect(legends.locator("text", has_text="Humans (Bradley–Terry)")).to_have_count(1)
     reliability = page.locator('.plot svg[aria-label="reliability diagram"]')
     expect(reliability.locator("text", has_text="perfect calibration")).to_have_count(1)
+
+
+def test_the_page_starts_with_its_plot_and_verdicts_and_folds_the_glossary(page, log_in, demo):
+    open_leaderboard(page, log_in, demo, DESKTOP)
+    plot = page.locator('.plot svg[aria-label="strengths with confidence intervals"]')
+    top = plot.bounding_box()["y"]
+    assert top < DESKTOP["height"] - 200, f"the strengths plot starts at {top:.0f} px"
+    state = page.locator("#release-state").bounding_box()
+    assert state["y"] + state["height"] <= top, "the state and check verdict come first"
+    table = page.locator("#leaderboard").bounding_box()
+    assert table["y"] > top, "the plot comes before the table"
+    glossary = page.locator("details#glossary")
+    expect(glossary).not_to_have_attribute("open", "")
+    expect(page.locator("#leaderboard-meanings")).to_be_hidden()
+    glossary.locator("summary").click()
+    expect(page.locator("#leaderboard-meanings")).to_be_visible()
+    facts = page.locator(".release-facts").bounding_box()
+    assert facts["y"] > table["y"], "the inputs and provenance come after the numbers"

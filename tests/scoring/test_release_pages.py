@@ -11,6 +11,7 @@ import pytest
 from django.urls import reverse
 from rest_framework.test import APIClient
 
+from h2htalk.models import Job
 from h2htalk.roles import ANNOTATOR, RESEARCHER
 from scenarios.models import CompanionModel
 from scoring.models import Release
@@ -169,17 +170,35 @@ def test_the_form_offers_only_campaigns_the_user_manages(client, outsider, world
     assert response.status_code == 200 and not Release.objects.filter(name="Sneaky").exists()
 
 
-def test_compute_button_verifies_and_reports_a_changed_input(client, researcher, release):
+def test_compute_button_verifies_in_a_job_and_reports_a_changed_input(
+    client, researcher, release, django_capture_on_commit_callbacks
+):
+    """The button queues a job (the page shows its progress) and never computes inside the
+    request; the job's outcome is on the page once it is done."""
     client.force_login(researcher)
     url = reverse("releases:compute", kwargs={"pk": release.pk})
+    detail = reverse("releases:detail", kwargs={"pk": release.pk})
     assert client.get(url).status_code == 405
-    response = client.post(url, follow=True)
-    assert "Verified:" in response.content.decode()
+    with django_capture_on_commit_callbacks(execute=False) as queued:
+        response = client.post(url, follow=True)
+    page = response.content.decode()
+    assert "Computing and verifying in the background" in page
+    assert 'id="release-job"' in page and 'id="job-progress"' in page
+    assert ">Recompute and verify<" not in page  # no second job while one runs
+    release.refresh_from_db()
+    assert release.check_ok is None and Job.objects.get(pk=release.job_id).state == "queued"
+    for callback in queued:
+        callback()  # the worker's turn (eager Celery)
+    page = client.get(detail).content.decode()
     release.refresh_from_db()
     assert release.check_ok is True
+    assert Job.objects.get(pk=release.job_id).state == "completed"
+    assert 'id="release-job"' not in page and "bit for bit" in page
     CompanionModel.objects.filter(name="Weak-Omega").update(name="Weaker-Omega")
-    page = client.post(url, follow=True).content.decode()
-    assert "Check FAILED" in page and "companion(s) changed (name" in page
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(url)
+    page = client.get(detail).content.decode()
+    assert "FAILED" in page and "companion(s) changed (name" in page
     assert "The last reproducibility check failed" in page
     assert 'id="leaderboard"' in page  # the stored numbers stay visible
     release.refresh_from_db()

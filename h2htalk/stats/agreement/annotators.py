@@ -80,7 +80,8 @@ def annotator_report(
     ``gold_accuracy`` (sign of the preference equals the sign of gold_preference, a tie gold
     expects a tie); ``n_non_tie``, ``left_rate`` (share of non-tie votes for the left side),
     ``left_p`` (two-sided exact binomial test against 50%); ``median_time_ms`` and
-    ``time_source``; ``flagged``; ``flag``; ``note``.
+    ``time_source``; ``flagged``; ``flag``; ``note`` (English texts); ``flag_items`` and
+    ``note_items`` (the same as dicts: ``kind`` and its numbers, for pages in other languages).
 
     Flag rules (keyword thresholds):
     - consensus: with at least `min_units` consensus items, agreement below the pool median
@@ -107,9 +108,42 @@ def annotator_report(
     notes = {name: [] for name in table.index}
     _time_reasons(table, reasons, notes, fast_ms, fast_ratio)
     table["flagged"] = [bool(reasons[name]) for name in table.index]
-    table["flag"] = ["; ".join(reasons[name]) for name in table.index]
-    table["note"] = ["; ".join(notes[name]) for name in table.index]
+    table["flag"] = ["; ".join(map(english, reasons[name])) for name in table.index]
+    table["note"] = ["; ".join(map(english, notes[name])) for name in table.index]
+    table["flag_items"] = [reasons[name] for name in table.index]
+    table["note_items"] = [notes[name] for name in table.index]
     return table
+
+
+def english(item: dict) -> str:
+    """The English text of one flag or note item (the pages translate the items themselves:
+    scoring.agreement.flag_text)."""
+    kind = item["kind"]
+    if kind == "consensus":
+        return (
+            f"consensus: agrees with the others on {item['share']:.0%} of {item['n']} items "
+            f"(pool median {item['median']:.0%}, flag below {item['threshold']:.0%})"
+        )
+    if kind == "gold":
+        return (
+            f"gold: {item['correct']} of {item['n']} gold items right ({item['share']:.0%}; "
+            f"{item['confidence']:.0%} upper bound {item['upper']:.0%} < {item['floor']:.0%})"
+        )
+    if kind == "position":
+        return (
+            f"position: picks the left side in {item['share']:.0%} of {item['n']} non-tie "
+            f"votes (binomial p = {item['p']:.1g}; expected {item['low']:.0%}–{item['high']:.0%})"
+        )
+    measured = TIME_SOURCES[item["source"]]
+    if kind == "fast":
+        return (
+            f"fast: median time {item['seconds']:.1f} s ({measured}; flag below "
+            f"{item['limit']:.1f} s)"
+        )
+    return (
+        f"quicker than most: median time {item['seconds']:.1f} s ({measured}; pool "
+        f"median {item['pool']:.1f} s)"
+    )
 
 
 def _annotator_table(judgments: pd.DataFrame, unit: str, min_others: int) -> pd.DataFrame:
@@ -179,9 +213,13 @@ def _consensus_reasons(
         value = pool[name]
         if value < threshold:
             reasons[name].append(
-                f"consensus: agrees with the others on {value:.0%} of "
-                f"{table.at[name, 'n_consensus']} items (pool median {median:.0%}, "
-                f"flag below {threshold:.0%})"
+                {
+                    "kind": "consensus",
+                    "share": float(value),
+                    "n": int(table.at[name, "n_consensus"]),
+                    "median": median,
+                    "threshold": threshold,
+                }
             )
     return reasons
 
@@ -195,8 +233,15 @@ def _gold_reasons(row: pd.Series, min_gold: int, floor: float, confidence: float
     if not upper < floor:
         return []
     return [
-        f"gold: {correct} of {n_gold} gold items right ({row['gold_accuracy']:.0%}; "
-        f"{confidence:.0%} upper bound {upper:.0%} < {floor:.0%})"
+        {
+            "kind": "gold",
+            "correct": int(correct),
+            "n": n_gold,
+            "share": float(row["gold_accuracy"]),
+            "confidence": confidence,
+            "upper": float(upper),
+            "floor": floor,
+        }
     ]
 
 
@@ -206,8 +251,14 @@ def _position_reasons(row: pd.Series, position_alpha: float, band: tuple) -> lis
     if not (row["left_p"] < position_alpha and not low <= rate <= high):
         return []
     return [
-        f"position: picks the left side in {rate:.0%} of {int(row['n_non_tie'])} non-tie "
-        f"votes (binomial p = {row['left_p']:.1g}; expected {low:.0%}–{high:.0%})"
+        {
+            "kind": "position",
+            "share": float(rate),
+            "n": int(row["n_non_tie"]),
+            "p": float(row["left_p"]),
+            "low": low,
+            "high": high,
+        }
     ]
 
 
@@ -221,17 +272,11 @@ def _time_reasons(
     pool_median = float(medians.median())
     relative = fast_ratio * pool_median
     for name, value in medians.items():
-        measured = TIME_SOURCES[table.at[name, "time_source"]]
+        item = {"seconds": value / 1000, "source": table.at[name, "time_source"]}
         if value < fast_ms:
-            reasons[name].append(
-                f"fast: median time {value / 1000:.1f} s ({measured}; flag below "
-                f"{fast_ms / 1000:.1f} s)"
-            )
+            reasons[name].append({"kind": "fast", **item, "limit": fast_ms / 1000})
         elif value < relative:
-            notes[name].append(
-                f"quicker than most: median time {value / 1000:.1f} s ({measured}; pool "
-                f"median {pool_median / 1000:.1f} s)"
-            )
+            notes[name].append({"kind": "quicker", **item, "pool": pool_median / 1000})
 
 
 TIME_SOURCES = {
