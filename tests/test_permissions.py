@@ -15,6 +15,7 @@ from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import URLResolver, get_resolver, reverse
+from django.utils import timezone
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 
@@ -36,6 +37,7 @@ from h2htalk.roles import ensure_role_groups
 from scenarios.models import CompanionModel, GenerationRun, Response, Scenario
 from scoring.models import CalibratedJudge, JudgeConfig, JudgeRun, JudgeVerdict, Release
 from scoring.releases import service as releases
+from tests import simulators
 from tests.annotation import factories as campaign_factories
 from tests.conftest import make_user
 from tests.scenarios import factories
@@ -250,6 +252,10 @@ EXPECTED = {
     "release-list": RESEARCH,
     "release-detail": RESEARCH,
     "release-compute": RESEARCH,
+    # Leaderboard versions: of the releases one may see, as releases.
+    "releases:version_create": RESEARCH,
+    "release-versions": RESEARCH,
+    "release-lineage": RESEARCH,
     # Webhooks (objects: the endpoints of the campaigns one manages; the secret: its owner).
     "webhooks:list": RESEARCH,
     "webhooks:create": RESEARCH,
@@ -319,6 +325,7 @@ POST_ONLY = {
     "calibration-metrics",
     "releases:compute",
     "release-compute",
+    "release-versions",
     "webhooks:delete",
     "webhooks:resend",
     "webhook-delivery-resend",
@@ -401,6 +408,9 @@ PK_OBJECT = {
     "releases:compute": "release",
     "release-detail": "release",
     "release-compute": "release",
+    "releases:version_create": "release",
+    "release-versions": "release",
+    "release-lineage": "release",
     "webhooks:detail": "webhook",
     "webhooks:edit": "webhook",
     "webhooks:delete": "webhook",
@@ -759,6 +769,29 @@ def _release_state(release):
     return Release.objects.filter(pk=release.pk).values_list("state", "checked_at").get()
 
 
+def _computed_release(world) -> dict:
+    """A version's name; first the world's campaign voted on and its release computed (only a
+    computed release with a human Elo for its anchor gets a version)."""
+    release = Release.objects.get(pk=world.release.pk)
+    if release.state != Release.State.READY:
+        raters = [world.users[ANNOTATOR], world.users[ADMIN]]
+        now = timezone.now()
+        comparisons = world.campaign.comparisons.filter(is_gold=False).order_by("pk")
+        simulators.save_votes(
+            [
+                simulators.submitted_vote(comparison, rater, (-1, 1, 0)[(n + k) % 3], now)
+                for n, comparison in enumerate(comparisons)
+                for k, rater in enumerate(raters)
+            ]
+        )
+        releases.compute(release)
+    return {"name": "probe version"}
+
+
+def _versions(world):
+    return Release.objects.filter(parent=world.release).count()
+
+
 def _judge_state(run):
     run = JudgeRun.objects.get(pk=run.pk)
     return run.state, run.cancel_requested
@@ -933,6 +966,7 @@ PROBES = {
     ),
     "releases:compute": Probe(data=lambda w: {}, state=lambda w: _release_state(w.release)),
     "release-compute": Probe(data=lambda w: {}, state=lambda w: _release_state(w.release)),
+    "release-versions": Probe(data=_computed_release, state=_versions),
     "calibration-route": Probe(
         data=lambda w: {
             "source_campaign": w.campaign.pk,

@@ -10,6 +10,7 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 
 from annotation.models import Campaign
+from h2htalk.api_summaries import summarised
 from h2htalk.roles import IsResearcher
 
 from . import services
@@ -67,6 +68,12 @@ class DeliverySerializer(serializers.ModelSerializer):
         fields += ["payload", "attempt_log"]
 
 
+@summarised(
+    "webhook endpoint",
+    "webhook endpoints",
+    create="Create a webhook endpoint (its secret shown once)",
+    retrieve="Show a webhook endpoint (its secret to its owner)",
+)
 class EndpointViewSet(viewsets.ModelViewSet):
     serializer_class = EndpointSerializer
     permission_classes = [IsResearcher]
@@ -106,7 +113,10 @@ class EndpointViewSet(viewsets.ModelViewSet):
             raise PermissionDenied("Only the endpoint's owner may read its secret.")
         return Response(CreatedEndpointSerializer(endpoint).data)
 
-    @extend_schema(responses={200: DeliverySerializer(many=True)})
+    @extend_schema(
+        summary="List a webhook endpoint's latest deliveries",
+        responses={200: DeliverySerializer(many=True)},
+    )
     @action(detail=True, methods=["get"])
     def deliveries(self, request, pk=None, **kwargs):
         """The endpoint's latest 100 deliveries, each with its attempts."""
@@ -114,6 +124,7 @@ class EndpointViewSet(viewsets.ModelViewSet):
         return Response(DeliverySerializer(rows, many=True).data)
 
 
+@summarised("webhook delivery", "webhook deliveries")
 class DeliveryViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     serializer_class = DeliverySerializer
     permission_classes = [IsResearcher]
@@ -123,7 +134,11 @@ class DeliveryViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     def get_object(self):
         return services.delivery_or_404(self.request.user, self.kwargs["pk"])
 
-    @extend_schema(request=None, responses={202: DeliverySerializer})
+    @extend_schema(
+        summary="Send a webhook delivery again",
+        request=None,
+        responses={202: DeliverySerializer},
+    )
     @action(detail=True, methods=["post"])
     def resend(self, request, pk=None, **kwargs):
         """One more attempt, now (a task; the attempt appears in the log)."""

@@ -47,6 +47,8 @@ from scoring.releases.freezing import (
 )
 
 CHANGE_COLUMNS = ("companion", "new_votes", "dropped_votes", "readmitted_votes")
+JUDGMENT_COLUMNS = ("id", "comparison", "annotator", "preference")
+COMPARISON_COLUMNS = ("id", "scenario", "response_a", "response_b")
 
 
 def lineage_campaigns(release: Release) -> list[int]:
@@ -156,67 +158,19 @@ def freeze_version(release: Release) -> dict:
     )
     companion_ids = sorted(release.companions.values_list("pk", flat=True))
     campaigns = list(Campaign.objects.filter(pk__in=campaign_ids).order_by("pk"))
-
-    # The parent's votes, minus those of annotators excluded since from their campaign.
-    excluded = _excluded_pairs(campaign_ids)
-    campaign_of = dict(
-        Comparison.objects.filter(pk__in=id_subquery(base["comparisons"]["id"])).values_list(
-            "pk", "campaign_id"
-        )
-    )
-    judgments, dropped = [], []
-    parent_rows = zip(
-        *(base["judgments"][n] for n in ("id", "comparison", "annotator", "preference")),
-        strict=True,
-    )
-    for row in parent_rows:
-        pk, comparison, annotator, _preference = row
-        if (campaign_of.get(comparison), annotator) in excluded:
-            dropped.append(pk)
-        else:
-            judgments.append(tuple(row))
+    judgments, dropped = _parent_votes(base, campaign_ids)
     comparisons = {
         row[0]: tuple(row)
-        for row in zip(
-            *(base["comparisons"][n] for n in ("id", "scenario", "response_a", "response_b")),
-            strict=True,
-        )
+        for row in zip(*(base["comparisons"][n] for n in COMPARISON_COLUMNS), strict=True)
     }
-    # The new votes of every campaign, and its exclusion list now.
-    known = set(base["judgments"]["id"])
-    exclusion_rows, on_other_text = [], 0
-    representative = {}
-    for campaign in campaigns:
-        counted = counted_judgments(campaign, companion_ids)
-        for row in counted["judgments"]:
-            if row[0] not in known:
-                judgments.append(tuple(row))
-        for row in counted["comparisons"]:
-            comparisons.setdefault(row[0], tuple(row))
-        exclusion_rows += list(
-            zip(*(counted["exclusions"][n] for n in EXCLUSION_COLUMNS), strict=True)
-        )
-        on_other_text += counted["on_other_text"]
-        representative.update(latest_responses(campaign, companion_ids))
+    counted = _counted_now(campaigns, companion_ids, set(base["judgments"]["id"]))
+    judgments += counted["judgments"]
+    for pk, row in counted["comparisons"].items():
+        comparisons.setdefault(pk, row)
     judgments.sort()
     used = {comparison for _, comparison, _, _ in judgments}
     comparison_rows = sorted(row for pk, row in comparisons.items() if pk in used)
-
-    # Representative responses: the parent's, then the latest of the campaigns for the rest.
-    parent_population = {
-        (s, c): pk
-        for pk, s, c, flag in zip(
-            *(base["responses"][n] for n in ("id", "scenario", "companion", "population")),
-            strict=True,
-        )
-        if flag
-    }
-    representative.update(parent_population)
-    per_scenario = defaultdict(int)
-    for scenario, _companion in representative:
-        per_scenario[scenario] += 1
-    kept = {s for s, n in per_scenario.items() if n >= 2} | set(base["scenarios"]["id"])
-    population = {pk for (s, _c), pk in representative.items() if s in kept}
+    kept, population = _population(base, counted["representative"])
     response_ids = set(population)
     for _pk, scenario, a, b in comparison_rows:
         kept.add(scenario)
@@ -234,10 +188,10 @@ def freeze_version(release: Release) -> dict:
         "companions": columns_of(sorted(companions), ("id", "name")),
         "scenarios": columns_of(scenario_rows(kept), scenario_columns(INPUTS_SCHEMA)),
         "responses": columns_of(response_rows, RESPONSE_COLUMNS),
-        "comparisons": columns_of(comparison_rows, ("id", "scenario", "response_a", "response_b")),
-        "judgments": columns_of(judgments, ("id", "comparison", "annotator", "preference")),
-        "exclusions": columns_of(sorted(exclusion_rows), EXCLUSION_COLUMNS),
-        "judgments_on_other_text": on_other_text,
+        "comparisons": columns_of(comparison_rows, COMPARISON_COLUMNS),
+        "judgments": columns_of(judgments, JUDGMENT_COLUMNS),
+        "exclusions": columns_of(sorted(counted["exclusions"]), EXCLUSION_COLUMNS),
+        "judgments_on_other_text": counted["on_other_text"],
         "judge": judge_entry(release.judge, response_ids),
         "metrics_sha256": metrics_digest(response_ids),
         "style": style.freeze_section(comparison_rows) if base.get("style") else None,
@@ -251,6 +205,69 @@ def freeze_version(release: Release) -> dict:
             "changes": _vote_changes(base, judgments, dropped, comparison_rows, response_rows),
         },
     }
+
+
+def _parent_votes(base: dict, campaign_ids) -> tuple[list[tuple], list[int]]:
+    """(kept rows, dropped ids) of the parent's frozen judgments: dropped, those of annotators
+    excluded from their campaign since the parent was frozen."""
+    excluded = _excluded_pairs(campaign_ids)
+    campaign_of = dict(
+        Comparison.objects.filter(pk__in=id_subquery(base["comparisons"]["id"])).values_list(
+            "pk", "campaign_id"
+        )
+    )
+    judgments, dropped = [], []
+    for row in zip(*(base["judgments"][n] for n in JUDGMENT_COLUMNS), strict=True):
+        pk, comparison, annotator, _preference = row
+        if (campaign_of.get(comparison), annotator) in excluded:
+            dropped.append(pk)
+        else:
+            judgments.append(tuple(row))
+    return judgments, dropped
+
+
+def _counted_now(campaigns, companion_ids, known: set[int]) -> dict:
+    """What the campaigns count now: their judgments the parent did not have (`known`), their
+    comparisons (first seen kept), their exclusion lists, the votes on another text and the
+    latest responses of each (scenario, companion)."""
+    judgments, comparisons, exclusions, on_other_text = [], {}, [], 0
+    representative = {}
+    for campaign in campaigns:
+        counted = counted_judgments(campaign, companion_ids)
+        judgments += [tuple(row) for row in counted["judgments"] if row[0] not in known]
+        for row in counted["comparisons"]:
+            comparisons.setdefault(row[0], tuple(row))
+        exclusions += list(zip(*(counted["exclusions"][n] for n in EXCLUSION_COLUMNS), strict=True))
+        on_other_text += counted["on_other_text"]
+        representative.update(latest_responses(campaign, companion_ids))
+    return {
+        "judgments": judgments,
+        "comparisons": comparisons,
+        "exclusions": exclusions,
+        "on_other_text": on_other_text,
+        "representative": representative,
+    }
+
+
+def _population(base: dict, representative: dict) -> tuple[set[int], set[int]]:
+    """(scenario ids, representative response ids) of a version: the parent's representative
+    responses, then the campaigns' latest for the rest; a scenario kept when it was the
+    parent's or has two companions' representatives."""
+    parent_population = {
+        (s, c): pk
+        for pk, s, c, flag in zip(
+            *(base["responses"][n] for n in ("id", "scenario", "companion", "population")),
+            strict=True,
+        )
+        if flag
+    }
+    representative = {**representative, **parent_population}
+    per_scenario = defaultdict(int)
+    for scenario, _companion in representative:
+        per_scenario[scenario] += 1
+    kept = {s for s, n in per_scenario.items() if n >= 2} | set(base["scenarios"]["id"])
+    population = {pk for (s, _c), pk in representative.items() if s in kept}
+    return kept, population
 
 
 def _vote_changes(base, judgments, dropped, comparison_rows, response_rows) -> dict:
