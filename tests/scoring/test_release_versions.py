@@ -9,6 +9,7 @@ beyond the bootstrap's own noise: the test allows 0.1 bootstrap SE for the point
 the anchor / 3.92; with 1,000 draws a 2.5% quantile's Monte Carlo error is about 0.09 SE, so
 two independent resamplings differ by about 0.12 SE)."""
 
+import io
 import math
 
 import numpy as np
@@ -157,8 +158,8 @@ def test_a_companion_voted_only_against_the_anchor_leaves_the_others_unchanged(w
     assert releases.check(parent).ok
     outcome = releases.check(version)
     assert outcome.ok, outcome.message
-    call_command("benchmark_report", str(parent.pk), "--check")
-    call_command("benchmark_report", str(version.pk), "--check")
+    call_command("benchmark_report", str(parent.pk), "--check", "--no-files", stdout=io.StringIO())
+    call_command("benchmark_report", str(version.pk), "--check", "--no-files", stdout=io.StringIO())
 
 
 def test_more_votes_and_a_changed_exclusion_list_say_why(world, django_user_model):
