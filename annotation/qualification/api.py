@@ -3,6 +3,9 @@
 the campaign and admins (`managed_campaign_or_404`: any other campaign is a 404); annotators
 get 403. The work is done by the modules the page uses (`items`, `monitor`, RuleForm)."""
 
+from collections.abc import Mapping
+
+from django.utils.translation import gettext as _
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.decorators import api_view, parser_classes, permission_classes
@@ -93,6 +96,8 @@ def rule(request, campaign_id: int):
     """Whether the campaign requires qualification, its pass rule and its drift watch."""
     campaign = managed_campaign_or_404(request.user, campaign_id)
     if request.method == "PATCH":
+        if not isinstance(request.data, Mapping):
+            return Response({"detail": _("Send the rule as one JSON object.")}, status=400)
         data = {**_rule(campaign), **request.data}
         data = {name: "" if value is None else value for name, value in data.items()}
         form = RuleForm(data, instance=rule_of(campaign))

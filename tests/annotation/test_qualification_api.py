@@ -159,3 +159,11 @@ def test_an_annotator_practises_blind_then_rates(campaign, raters):
         ).status_code
         == 404
     )
+
+
+def test_a_rule_that_is_not_one_json_object_is_a_400(campaign, researcher):
+    api = token_client(researcher)
+    before = api.get(url("qualification", campaign)).json()
+    response = send(api, url("qualification", campaign), [1, 2], "patch")
+    assert response.status_code == 400 and "JSON object" in response.json()["detail"]
+    assert api.get(url("qualification", campaign)).json() == before
