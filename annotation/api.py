@@ -25,13 +25,13 @@ from drf_spectacular.utils import (
     extend_schema_field,
 )
 from rest_framework import mixins, serializers, status, viewsets
-from rest_framework.decorators import action, api_view, permission_classes
+from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from h2htalk.api_summaries import summarised
 from h2htalk.roles import IsAnnotator
 
-from . import care, queue
+from . import queue
 from .access import rating_campaign_or_404, rating_campaigns
 from .blinding import blind_names, campaign_texts, item_payload
 from .markdown import render_markdown
@@ -567,48 +567,3 @@ class RatingAssignmentViewSet(viewsets.GenericViewSet):
             return Response(store(assignment, body))
         except queue.QueueError as error:
             return _queue_error(error)
-
-
-# ---------------------------------------------------------------- the rater's content settings
-
-
-class RatingCareSerializer(StrictSerializer):
-    """The risk levels you opted out of, in every campaign (annotation.care)."""
-
-    opted_out = serializers.ListField(
-        child=serializers.ChoiceField(choices=list(care.RISK_LEVELS)),
-        max_length=len(care.RISK_LEVELS),
-        help_text="Risk levels (low, medium, high) whose items you are never handed.",
-    )
-
-
-class RatingCareAnswerSerializer(serializers.Serializer):
-    opted_out = serializers.ListField(child=serializers.CharField())
-    passed_on = serializers.IntegerField(
-        required=False, help_text="Open items of those levels you held, passed on to others."
-    )
-
-
-@extend_schema(
-    methods=["GET"],
-    summary="Your content settings (risk levels you opted out of)",
-    responses=RatingCareAnswerSerializer,
-)
-@extend_schema(
-    methods=["PUT"],
-    summary="Opt out of risk levels (or back in)",
-    request=RatingCareSerializer,
-    responses={200: RatingCareAnswerSerializer, 400: BAD_BODY},
-)
-@api_view(["GET", "PUT"])
-@permission_classes([IsAnnotator])
-@transaction.atomic
-def rating_care(request):
-    """The risk levels whose items you are never handed; PUT the whole list to change it (the
-    open items of those levels you hold go to others)."""
-    if request.method == "GET":
-        return Response({"opted_out": list(care.opted_out(request.user))})
-    body = RatingCareSerializer(data=request.data)
-    body.is_valid(raise_exception=True)
-    passed_on = care.set_opted_out(request.user, body.validated_data["opted_out"])
-    return Response({"opted_out": list(care.opted_out(request.user)), "passed_on": passed_on})

@@ -1,8 +1,9 @@
 from django.urls import include, path
 from rest_framework import routers
 
-from annotation.api import RatingAssignmentViewSet, RatingCampaignViewSet, rating_care
+from annotation.api import RatingAssignmentViewSet, RatingCampaignViewSet
 from annotation.campaign_api import CampaignViewSet
+from annotation.care_api import rating_care
 from annotation.qualification import api as qualification
 from annotation.qualification import rating_api as practice
 from h2htalk.accounts.api import UserViewSet

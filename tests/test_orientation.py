@@ -168,7 +168,7 @@ def test_swapping_screen_sides_changes_no_agreement_figure(seed, data):
     before, after = figures(frame), figures(swapped)
     for figures_ in (before, after):
         for row in figures_["annotators"].values():
-            for column in ("left_rate", "left_p", "flag", "flagged"):
+            for column in ("left_rate", "left_p", "flag", "flag_items", "flagged"):
                 row.pop(column)
     assert_same(before, after)
 

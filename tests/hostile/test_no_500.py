@@ -97,7 +97,7 @@ def test_bulk_action_with_a_bad_id_changes_nothing(admin_client, world):
         reverse("scenarios:bulk"), {"action": "submit", "ids": [SUPERSCRIPT, HUGE]}, follow=True
     )
     assert response.status_code == 200
-    assert "0 changed" in response.content.decode()
+    assert "no scenario was chosen" in response.content.decode()
     assert Scenario.objects.get(pk=world.scenario.pk).state == world.scenario.state
 
 

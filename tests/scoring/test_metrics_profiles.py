@@ -159,4 +159,4 @@ def test_a_calibrated_judge_records_and_shows_its_profile(
     assert judge.document["metrics_profile"] == "paper"
     assert "paper profile" in judge.document["composite"]["note"]
     page = researcher_client.get(reverse("calibration:detail", args=[judge.pk])).content.decode()
-    assert "Reference metrics profile: paper" in page and "paper profile" in page
+    assert "Reference metrics profile: <code>paper</code>" in page and "paper profile" in page
