@@ -82,12 +82,12 @@ def test_list_search_filter_and_pagination_swap_without_reload(sixty, researcher
     mark_page(page)
 
     # Pagination through htmx, with the URL pushed.
-    page.get_by_role("link", name="Next →").click()
+    page.locator("nav.pager [data-page=next]").first.click()
     expect(page.get_by_text("Page 2 of 2")).to_be_visible()
     expect(page).to_have_url(re.compile(r"[?&]page=2(&|$)"))
     expect(page.locator("table.scenarios tbody tr")).to_have_count(10)
     assert_same_document(page)
-    page.get_by_role("link", name="← Previous").click()
+    page.locator("nav.pager [data-page=previous]").first.click()
     expect(page.get_by_text("Page 1 of 2")).to_be_visible()
     expect(page).to_have_url(re.compile(r"[?&]page=1(&|$)"))
 
@@ -111,12 +111,12 @@ def test_list_search_filter_and_pagination_swap_without_reload(sixty, researcher
     expect(result_count(page)).to_have_text("60 scenarios")
 
     # Subtask checkboxes.
-    page.get_by_label(Subtask.ITINERARY_BASIC.label).check()
+    page.get_by_label(Subtask.ITINERARY_BASIC.label, exact=True).check()
     expect(result_count(page)).to_have_text("18 scenarios")
     expect(page).to_have_url(re.compile(r"[?&]subtask=itinerary_basic(&|$)"))
-    page.get_by_label(Subtask.RECOLLECTION_REFINE.label).check()
+    page.get_by_label(Subtask.RECOLLECTION_REFINE.label, exact=True).check()
     expect(result_count(page)).to_have_text("36 scenarios")
-    page.get_by_label(Subtask.ITINERARY_BASIC.label).uncheck()
+    page.get_by_label(Subtask.ITINERARY_BASIC.label, exact=True).uncheck()
     expect(result_count(page)).to_have_text("18 scenarios")
     expect(page.locator("table.scenarios tbody .pill").first).to_have_text(
         Subtask.RECOLLECTION_REFINE.label
@@ -127,8 +127,8 @@ def test_list_search_filter_and_pagination_swap_without_reload(sixty, researcher
     page.reload()
     assert page.evaluate("window.__marker") is None
     expect(result_count(page)).to_have_text("18 scenarios")
-    expect(page.get_by_label(Subtask.RECOLLECTION_REFINE.label)).to_be_checked()
-    expect(page.get_by_label(Subtask.ITINERARY_BASIC.label)).not_to_be_checked()
+    expect(page.get_by_label(Subtask.RECOLLECTION_REFINE.label, exact=True)).to_be_checked()
+    expect(page.get_by_label(Subtask.ITINERARY_BASIC.label, exact=True)).not_to_be_checked()
     assert_static_loaded(page)
 
 

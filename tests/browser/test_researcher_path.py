@@ -60,7 +60,7 @@ def test_import_preview_of_several_release_files(researcher_page, size):
         expect(section.locator("table.sample tbody tr")).to_have_count(3)
     first = sections.first.locator("table.sample tbody tr").first
     expect(first.locator("td").nth(2)).to_have_text("q001")
-    expect(first.locator("td").nth(3)).to_have_text("draft")
+    expect(first.locator("td").nth(3)).to_have_text("Draft")
     assert_fits(page, size)
     if size == DESKTOP:
         shoot(page, "import-preview-1440.png")
