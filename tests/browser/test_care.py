@@ -134,7 +134,12 @@ def test_break_prompt_after_minutes_of_continuous_rating(page, log_in, researche
     campaign = risky_campaign(researcher, rater, ["none", "none"], break_after_minutes=1)
     open_rating(page, log_in, rater, campaign)
     prompt = page.locator("[data-break-prompt]")
+    streak = "() => JSON.parse(localStorage.getItem('h2htalk-rating-streak') || 'null')"
+    page.wait_for_function(f"({streak})() !== null")
+    last = page.evaluate(f"({streak})().last")
     rate_by_keyboard(page)
+    # The next item's set-up has counted it (else it could overwrite the offset below).
+    page.wait_for_function(f"({streak})().last > {last}")
     expect(prompt).to_be_hidden()  # under a minute so far
     # Two minutes ago, this browser's streak began (a time offset, no waiting).
     page.evaluate(
