@@ -20,6 +20,15 @@ from scoring.releases import service as releases
 from scoring.releases.forms import MAX_BOOT, MIN_BOOT
 
 
+def unused_release_name(value: str) -> str:
+    """A release's name, stripped, refused when another release has it (new releases and
+    versions alike)."""
+    value = value.strip()
+    if Release.objects.filter(name=value).exists():
+        raise serializers.ValidationError("A release with this name exists.")
+    return value
+
+
 class ReleaseSerializer(serializers.ModelSerializer):
     campaign_name = serializers.CharField(source="campaign.name", read_only=True)
     anchor_name = serializers.CharField(source="anchor.name", read_only=True)
@@ -142,10 +151,7 @@ class ReleaseCreateSerializer(serializers.Serializer):
             self.fields["judge"].queryset = visible_judges(request.user)
 
     def validate_name(self, value):
-        value = value.strip()
-        if Release.objects.filter(name=value).exists():
-            raise serializers.ValidationError("A release with this name exists.")
-        return value
+        return unused_release_name(value)
 
     def validate(self, attrs):
         try:
@@ -185,10 +191,7 @@ class VersionCreateSerializer(serializers.Serializer):
             self.fields["campaigns"].child_relation.queryset = managed_campaigns(request.user)
 
     def validate_name(self, value):
-        value = value.strip()
-        if Release.objects.filter(name=value).exists():
-            raise serializers.ValidationError("A release with this name exists.")
-        return value
+        return unused_release_name(value)
 
     def validate(self, attrs):
         try:
