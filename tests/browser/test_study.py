@@ -170,7 +170,9 @@ def test_the_study_link_page_in_chinese(zh_page, researcher):
     expect(zh_page.locator("#study-url")).to_contain_text(link.token)
     names = "Prolific Amazon Mechanical Turk MTurk URL CSV Markdown Webhook"  # names, formats
     typed = f"{link.campaign.name} {link.consent} {link.instructions}"  # typed by researchers
-    url = WORD.findall(zh_page.locator("#study-url").inner_text())  # an address, split as the checker splits
+    url = WORD.findall(
+        zh_page.locator("#study-url").inner_text()
+    )  # an address, split as the checker splits
     allow = {researcher.username, link.token, *names.split(), *WORD.findall(typed), *url}
     assert_no_english(zh_page, allow, "study link page")
 
