@@ -93,6 +93,7 @@ def test_join_consent_rate_to_quota_then_code_and_redirect(page, researcher, pla
     expect(page.locator("body")).not_to_contain_text("60a1b2c3d4e5f6")
     for key in ("2", "4"):
         expect(page.locator("#rating-form")).to_be_visible()
+        rating_keys_ready(page)  # the keys work once the page's script has run
         page.keyboard.press(key)
         page.keyboard.press("Enter")
         if key == "2":
