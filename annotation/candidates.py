@@ -9,7 +9,8 @@ so they are those of the locked row version (its judgment count is current), and
 shows (scenario, persona, the two responses) is joined to it. The annotator's own assignments
 are excluded by the unique index (comparison, annotator), one probe per candidate.
 
-`claim` then hands out the first locked candidate with a free slot in one INSERT … SELECT: a
+`claim` then hands out the first locked candidate with a free slot in one INSERT … SELECT
+(counting it in the annotator's `HandedTally` in the same statement on PostgreSQL): a
 new statement, so it counts the live leases of every transaction committed before it (one that
 held a row before we locked it included), and the rows being ours, their judgment counts too.
 
@@ -217,6 +218,16 @@ _CLAIM = """INSERT INTO annotation_assignment (key, comparison_id, campaign_id, 
         AND a.state = '{open}' AND a.lease_expires_at > %s) < %s)
     ORDER BY CASE c.id {rank} END LIMIT 1
     RETURNING {returned}"""
+# The item counted in the annotator's handed tally (`HandedTally`); on PostgreSQL in the
+# statement that claims it (a data-modifying WITH), on SQLite after it.
+_COUNT_HANDED = """INSERT INTO annotation_handedtally AS h (campaign_id, annotator_id, handed,
+        on_full)
+    SELECT c.campaign_id, %s, 1, CASE WHEN c.judgment_count >= %s THEN 1 ELSE 0 END
+    FROM annotation_comparison c WHERE c.id = {claimed}
+    ON CONFLICT (campaign_id, annotator_id) DO UPDATE SET handed = h.handed + 1,
+        on_full = h.on_full + excluded.on_full"""
+_CLAIM_COUNTED = """WITH claimed AS ({claim}), counted AS ({count})
+    SELECT {returned} FROM claimed"""
 
 
 def claim(user, campaign, batch: list[Comparison], now) -> Assignment | None:
@@ -228,12 +239,14 @@ def claim(user, campaign, batch: list[Comparison], now) -> Assignment | None:
     PostgreSQL prepares it whatever the batch size."""
     ids = [c.pk for c in batch]
     ids += ids[-1:] * (2 * CANDIDATES_PER_LOCK - len(ids))
+    returned = ", ".join(ASSIGNMENT)
     sql = _CLAIM.format(
         open=Assignment.State.OPEN.value,
         ids=", ".join(["%s"] * len(ids)),
         rank=" ".join(["WHEN %s THEN %s"] * len(ids)),
-        returned=", ".join(ASSIGNMENT),
+        returned=returned,
     )
+    postgres = connection.vendor == "postgresql"
     issued = db_value(Assignment, "issued_at", now)
     params = [db_value(Assignment, "key", uuid.uuid4()), user.pk, random.random() < 0.5]
     params += [Assignment.State.OPEN, issued]
@@ -242,9 +255,16 @@ def claim(user, campaign, batch: list[Comparison], now) -> Assignment | None:
     )
     params += [*ids, issued, campaign.overlap]
     params += [value for rank, pk in enumerate(ids) for value in (pk, rank)]
+    counted = [user.pk, campaign.overlap]
+    if postgres:
+        count = _COUNT_HANDED.format(claimed="(SELECT comparison_id FROM claimed)")
+        sql = _CLAIM_COUNTED.format(claim=sql, count=count, returned=returned)
+        params += counted
     with bound_cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
+        if row is not None and not postgres:
+            cursor.execute(_COUNT_HANDED.format(claimed="%s"), [*counted, row[2]])
     if row is None:
         return None
     assignment = instance(Assignment, ASSIGNMENT, row)

@@ -367,6 +367,34 @@ class AnnotatorTally(models.Model):
         return f"{self.annotator_id} in {self.campaign_id}: {self.judged}"
 
 
+class HandedTally(models.Model):
+    """One annotator's items in one campaign, kept by the queue so their progress reads no row
+    per item: `handed` (their assignments there, in any state) and `on_full` (those whose
+    comparison has reached k counted judgments). Counted up as items are handed out
+    (`candidates.claim`) and as comparisons fill (`recording.store`: every holder of the
+    comparison, rows taken in annotator order); counted again from the rows with the campaign's
+    progress base (`progress.recount_locked`). A table of its own, not the `AnnotatorTally`: a
+    submission that fills a comparison writes its co-raters' rows, and writing their tallies,
+    which their own submissions hold, could deadlock."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="+")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+"
+    )
+    handed = models.PositiveIntegerField(default=0)
+    on_full = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["campaign", "annotator"], name="one_handed_tally_per_annotator"
+            )
+        ]
+
+    def __str__(self):
+        return f"{self.annotator_id} in {self.campaign_id}: {self.handed} handed"
+
+
 class RaterPair(models.Model):
     """Two annotators of a campaign (`low` has the lower id) and how many of its regular
     comparisons both judged (`shared`), kept as judgments are stored (`recording.store`). The

@@ -21,7 +21,7 @@ theirs off and recounts the base in the same transaction (`recount_locked`).
 
 from dataclasses import dataclass
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import (
     Count,
     IntegerField,
@@ -72,7 +72,8 @@ def _recount(campaign: Campaign) -> None:
 def recount_locked(campaign: Campaign) -> None:
     """One statement, so the comparisons and the tallies are read in the same snapshot: a
     judgment filling a comparison is in both or in neither. The caller holds the campaign
-    row."""
+    row. The handed tallies follow from the rows in statements of their own (a hand-out or a
+    fill made meanwhile waits for the rows, or counts itself on the new ones)."""
     here = OuterRef("pk")
     k = campaign.overlap
     comparisons = Comparison.objects.filter(campaign=here).values("campaign")
@@ -84,6 +85,17 @@ def recount_locked(campaign: Campaign) -> None:
         counted_overlap=k,
     )
     campaign.counted_overlap = k
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM annotation_handedtally WHERE campaign_id = %s", [campaign.pk])
+        cursor.execute(_RECOUNT_HANDED, [k, campaign.pk])
+
+
+# Each annotator's items in the campaign and those on comparisons at k (`HandedTally`).
+_RECOUNT_HANDED = """INSERT INTO annotation_handedtally (campaign_id, annotator_id, handed, on_full)
+    SELECT a.campaign_id, a.annotator_id, COUNT(*),
+        SUM(CASE WHEN c.judgment_count >= %s THEN 1 ELSE 0 END)
+    FROM annotation_assignment a JOIN annotation_comparison c ON c.id = a.comparison_id
+    WHERE a.campaign_id = %s GROUP BY a.campaign_id, a.annotator_id ORDER BY a.annotator_id"""
 
 
 def _total(rows, aggregate) -> Coalesce:
@@ -95,8 +107,10 @@ def _total(rows, aggregate) -> Coalesce:
 
 COUNTS = (
     *("today", "mine", "judged", "filled"),
-    *("gold_n", "gold_votes", "gold_open", "withdrawn", "handed", "excluded"),
+    *("gold_n", "gold_votes", "gold_open", "withdrawn"),
+    *("handed_open", "gold_mine", "withdrawn_mine", "excluded"),
 )
+_MINE = "EXISTS(SELECT 1 FROM annotation_assignment a WHERE a.comparison_id = c.id AND a.annotator_id = %s)"
 # The counts as one text value "today,mine,…" (in COUNTS order), for any query in which the
 # table annotation_campaign is the campaign: written out, since the ORM takes milliseconds to
 # build and compile nine subqueries on every request. Each reads one annotator's row, the
@@ -131,15 +145,20 @@ _COUNTS_SQL = " || ',' || ".join(
         " AND c.judgment_count < annotation_campaign.overlap AND s.state IN ("
         + ", ".join(f"'{state}'" for state in NOT_APPROVED)
         + ")",
-        # per assignment of the annotator in this campaign (one range of the index
-        # (campaign, annotator, state), whatever they did elsewhere), its comparison looked up
-        # by key: joined, the planner may hash every comparison of the campaign instead
-        "SELECT COUNT(*) FROM annotation_assignment a"  # noqa: S608
-        " WHERE a.campaign_id = annotation_campaign.id AND a.annotator_id = %s AND ("
-        "SELECT NOT c.is_gold"
-        f" AND c.judgment_count < annotation_campaign.overlap AND s.state = '{APPROVED}'"
-        " FROM annotation_comparison c JOIN scenarios_scenario s ON s.id = c.scenario_id"
-        " WHERE c.id = a.comparison_id)",
+        # the annotator's items on comparisons below k, from their handed tally (one row,
+        # whatever they did here or elsewhere), less those on open gold comparisons and on open
+        # regular ones of scenarios not approved (few: probes of (comparison, annotator))
+        "SELECT h.handed - h.on_full FROM annotation_handedtally h"
+        " WHERE h.campaign_id = annotation_campaign.id AND h.annotator_id = %s",
+        "SELECT COUNT(*) FROM annotation_comparison c"  # noqa: S608 - a constant
+        " WHERE c.campaign_id = annotation_campaign.id AND c.is_gold"
+        f" AND c.judgment_count < annotation_campaign.overlap AND {_MINE}",
+        "SELECT COUNT(*) FROM annotation_comparison c"  # noqa: S608 - states: constants
+        " JOIN scenarios_scenario s ON s.id = c.scenario_id"
+        " WHERE c.campaign_id = annotation_campaign.id AND NOT c.is_gold"
+        " AND c.judgment_count < annotation_campaign.overlap AND s.state IN ("
+        + ", ".join(f"'{state}'" for state in NOT_APPROVED)
+        + f") AND {_MINE}",
         "SELECT COUNT(*) FROM annotation_annotatorexclusion x"
         " WHERE x.campaign_id = annotation_campaign.id AND x.annotator_id = %s",
     )
@@ -156,7 +175,7 @@ def progress_counts(user) -> dict:
 
 def progress_params(user) -> list:
     """The values of `_COUNTS_SQL`'s placeholders, in order."""
-    return [timezone.localdate(), user.pk, user.pk, user.pk, user.pk]
+    return [timezone.localdate(), user.pk, user.pk, user.pk, user.pk, user.pk, user.pk]
 
 
 def progress_for(user, campaign: Campaign) -> AnnotatorProgress:
@@ -168,7 +187,8 @@ def progress_for(user, campaign: Campaign) -> AnnotatorProgress:
     elif not hasattr(campaign, "progress"):
         campaign = Campaign.objects.annotate(**progress_counts(user)).get(pk=campaign.pk)
     n = _counts(campaign)
-    left = campaign.open_base - n["filled"] - n["gold_open"] - n["withdrawn"] - n["handed"]
+    handed = n["handed_open"] - n["gold_mine"] - n["withdrawn_mine"]  # open regular, approved
+    left = campaign.open_base - n["filled"] - n["gold_open"] - n["withdrawn"] - handed
     if n["excluded"]:
         left = 0
     return AnnotatorProgress(
@@ -205,7 +225,7 @@ def _add(campaign: Campaign, **changes) -> None:
 
 def count_hand_out(campaign: Campaign, comparison: Comparison) -> None:
     """The queue handed `comparison` to the user: one fewer left for them (a regular one)."""
-    _add(campaign, handed=0 if comparison.is_gold else 1)
+    _add(campaign, handed_open=0 if comparison.is_gold else 1)
 
 
 def count_judgment(campaign: Campaign, comparison: Comparison) -> None:
@@ -221,5 +241,5 @@ def count_judgment(campaign: Campaign, comparison: Comparison) -> None:
         filled=int(fills),
         gold_votes=int(comparison.is_gold),
         gold_open=-int(comparison.is_gold and fills),
-        handed=-int(not comparison.is_gold and fills),  # no longer open: not "left" either
+        handed_open=-int(not comparison.is_gold and fills),  # no longer open: not "left" either
     )

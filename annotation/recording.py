@@ -1,4 +1,4 @@
-"""Storing one judgment: its five writes, sent as one statement on PostgreSQL.
+"""Storing one judgment: its six writes, sent as one statement on PostgreSQL.
 
 A submission inserts the judgment, counts it on the comparison (unless its annotator is
 excluded from the campaign: `annotation.counting`), closes the assignment, counts
@@ -6,9 +6,11 @@ it in the annotator's tally (made by the first judgment: INSERT … ON CONFLICT,
 concurrent first judgment of theirs cannot fail on it) and, on a regular comparison, counts
 one more shared item for the annotator and each who judged the comparison before
 (`RaterPair`, read by the queue; rows taken in id order, so two submissions never wait on
-each other's pair rows crosswise). On PostgreSQL the five are one data-modifying WITH
-statement, one round trip, prepared once per connection; SQLite has no data-modifying WITH
-and runs the same five statements in turn. The caller holds the locks
+each other's pair rows crosswise) and, when it brings the comparison to k, moves the
+comparison to the full side of the handed tally of everyone it was handed to (`HandedTally`,
+read by the progress counts). On PostgreSQL the six are one data-modifying WITH statement, one
+round trip, prepared once per connection; SQLite has no data-modifying WITH and runs the same
+six statements in turn. The caller holds the locks
 (`queue._own_assignment`: assignment, comparison and scenario rows) and has checked that the
 item may take the judgment, so a replay never reaches here and nothing here decides.
 """
@@ -52,11 +54,20 @@ _PAIRS = {
     "postgresql": _COUNT_PAIRS.format(least="LEAST", greatest="GREATEST"),
     "sqlite": _COUNT_PAIRS.format(least="MIN", greatest="MAX"),
 }
+# A judgment that brings the comparison to k (`fills`, a parameter; an excluded annotator's
+# does not count) puts it on the full side of the handed tally (`HandedTally`) of everyone
+# it was handed to, this annotator included: rows taken in annotator order, last.
+_COUNT_FULL = f"""INSERT INTO annotation_handedtally AS h (campaign_id, annotator_id, handed,
+        on_full)
+    SELECT %s, a.annotator_id, 0, 1 FROM annotation_assignment a
+    WHERE a.comparison_id = %s AND %s AND NOT {_EXCLUDED} ORDER BY a.annotator_id
+    ON CONFLICT (campaign_id, annotator_id) DO UPDATE SET on_full = h.on_full + 1"""  # noqa: S608
 _AT_ONCE = f"""WITH judgment AS ({_INSERT_JUDGMENT}),
     comparison AS ({_COUNT_ON_COMPARISON}),
     assignment AS ({_CLOSE_ASSIGNMENT}),
     tally AS ({_COUNT_IN_TALLY}),
-    pairs AS ({_PAIRS["postgresql"]})
+    pairs AS ({_PAIRS["postgresql"]}),
+    full_side AS ({_COUNT_FULL})
     SELECT id FROM judgment"""  # noqa: S608 - only the statements above
 
 
@@ -94,6 +105,10 @@ def store(assignment: Assignment, fields: dict, fills: bool) -> Judgment:
         (
             _PAIRS.get(connection.vendor, _PAIRS["sqlite"]),
             [comparison.campaign_id, *(annotator, annotator), comparison.pk, annotator, regular],
+        ),
+        (
+            _COUNT_FULL,
+            [comparison.campaign_id, comparison.pk, fills, comparison.campaign_id, annotator],
         ),
     ]
     with bound_cursor() as cursor:

@@ -40,7 +40,7 @@ def test_the_rating_cycle_runs_prepared_on_generic_plans(researcher, roles, djan
         "SELECT t.created, u.id",  # the API token
         "SELECT annotation_campaign.id",  # rating_reads.rating_campaign
         "WITH before_wrap AS",  # candidates.locked_batch
-        "INSERT INTO annotation_assignment",  # candidates.claim
+        "WITH claimed AS",  # candidates.claim
         "SELECT a.id, a.key",  # rating_reads.rated_assignment
         "WITH judgment AS",  # recording.store
     ):
