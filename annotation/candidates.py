@@ -7,7 +7,9 @@ statement replaces two. Each half (keys on either side of the request's random s
 shuffle_key) and locked with FOR UPDATE SKIP LOCKED; the comparison's columns come from the CTE,
 so they are those of the locked row version (its judgment count is current), and what the item
 shows (scenario, persona, the two responses) is joined to it. The annotator's own assignments
-are excluded by the unique index (comparison, annotator), one probe per candidate.
+are excluded by the unique index (comparison, annotator), one probe per candidate (a scalar
+subquery: as NOT EXISTS, PostgreSQL may turn it into an anti-join that reads every item of the
+annotator's, as it did with statistics from before they started).
 
 `claim` then hands out the first locked candidate with a free slot in one INSERT … SELECT
 (counting it in the annotator's `HandedTally` in the same statement on PostgreSQL): a
@@ -56,8 +58,8 @@ _HALF = """SELECT {columns} FROM annotation_comparison c
     JOIN scenarios_scenario s ON s.id = c.scenario_id
     WHERE c.campaign_id = %s AND c.is_gold = %s AND s.state = '{approved}' {open_only}
     {risk_filter} AND c.shuffle_key {side} %s {passed_over}
-    AND NOT EXISTS (SELECT 1 FROM annotation_assignment a
-                    WHERE a.comparison_id = c.id AND a.annotator_id = %s)
+    AND (SELECT a.id FROM annotation_assignment a
+        WHERE a.comparison_id = c.id AND a.annotator_id = %s) IS NULL
     ORDER BY c.judgment_count {direction}, c.shuffle_key {direction}
     LIMIT {limit} {lock}"""
 

@@ -236,8 +236,14 @@ class Assignment(models.Model):
     campaign = models.ForeignKey(
         Campaign, on_delete=models.CASCADE, related_name="+", db_index=False, editable=False
     )
+    # No index of its own: (annotator, state) below starts with it, and a lone annotator index
+    # tempted the planner, its statistics not yet knowing a new rater, to read every item of
+    # theirs instead of the few in one campaign or state.
     annotator = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="assignments",
+        db_index=False,
     )
     left_is_a = models.BooleanField(help_text=_("True when response A was shown on the left."))
     state = models.CharField(max_length=10, choices=State.choices, default=State.OPEN)

@@ -110,7 +110,11 @@ COUNTS = (
     *("gold_n", "gold_votes", "gold_open", "withdrawn"),
     *("handed_open", "gold_mine", "withdrawn_mine", "excluded"),
 )
-_MINE = "EXISTS(SELECT 1 FROM annotation_assignment a WHERE a.comparison_id = c.id AND a.annotator_id = %s)"
+# Whether comparison c was handed to the annotator: one probe of the unique index (comparison,
+# annotator) per comparison counted. A scalar subquery, which PostgreSQL cannot turn into a
+# join starting from the annotator's items.
+_MINE = """(SELECT a.id FROM annotation_assignment a
+    WHERE a.comparison_id = c.id AND a.annotator_id = %s) IS NOT NULL"""
 # The counts as one text value "today,mine,…" (in COUNTS order), for any query in which the
 # table annotation_campaign is the campaign: written out, since the ORM takes milliseconds to
 # build and compile nine subqueries on every request. Each reads one annotator's row, the

@@ -1,3 +1,7 @@
+"""HandedTally: each annotator's items per campaign and those on comparisons at k, so the
+progress counts read one row instead of visiting every item the rater had in the campaign
+(issue 24); and no lone index on Assignment.annotator ((annotator, state) starts with it)."""
+
 import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
@@ -63,4 +67,14 @@ class Migration(migrations.Migration):
             },
         ),
         migrations.RunPython(count_handed, migrations.RunPython.noop),
+        migrations.AlterField(
+            model_name="assignment",
+            name="annotator",
+            field=models.ForeignKey(
+                db_index=False,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="assignments",
+                to=settings.AUTH_USER_MODEL,
+            ),
+        ),
     ]
