@@ -3,7 +3,7 @@ rating queue's candidate lock, the API token lookup) because building and compil
 the ORM cost more server CPU than running them."""
 
 from contextlib import contextmanager
-from functools import cache
+from functools import cache, lru_cache
 
 from django.db import connection
 
@@ -73,6 +73,8 @@ def _server_binding_cursor():
     from django.db.backends.postgresql.base import ServerBindingCursor
 
     class LoggedServerBindingCursor(ServerBindingCursor):
+        _query_cls = _hot_query()
+
         def execute(self, query, params=None, **kwargs):
             result = super().execute(query, params, **kwargs)
             if self._query is None:
@@ -87,3 +89,30 @@ class _Logged:
 
     def __init__(self, text: str):
         self.query, self.params = text.encode(), None
+
+
+@cache
+def _hot_query():
+    """psycopg's conversion of a statement (placeholders to $n), kept for every hot statement:
+    psycopg keeps it only for statements under 4 KB with at most 50 values (ORM statements vary
+    without end), so these few long ones were split again on every run, about a twentieth of a
+    rating cycle's server CPU. Their texts are a handful, so the cache stays small."""
+    from psycopg._queries import PostgresQuery, _query2pg_nocache
+
+    converted = lru_cache(maxsize=256)(_query2pg_nocache)
+
+    class HotQuery(PostgresQuery):
+        __slots__ = ()
+
+        def convert(self, query, vars) -> None:
+            if vars is None or not isinstance(query, str | bytes):
+                return super().convert(query, vars)  # no placeholders to convert
+            if isinstance(query, str):
+                query = query.encode(self._tx.encoding)
+            self.query, self._want_formats, self._order, self._parts = converted(
+                query, self._tx.encoding
+            )
+            self.dump(vars)
+            return None
+
+    return HotQuery
