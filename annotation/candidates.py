@@ -88,7 +88,7 @@ _CO_RATING = ", ".join(
 )
 
 
-def _sql(gold: bool, n_passed_over: int, n_excluded: int = 0) -> str:
+def _sql(gold: bool, n_passed_over: int, n_excluded: int = 0, levels: int = 0) -> str:
     half = {
         # care for raters (annotation.care): risk levels the requester must not be handed now
         "risk_filter": f"AND s.risk_level NOT IN ({', '.join(['%s'] * n_excluded)})"
@@ -96,7 +96,7 @@ def _sql(gold: bool, n_passed_over: int, n_excluded: int = 0) -> str:
         else "",
         "columns": columns("c", COMPARISON),
         "approved": Scenario.State.APPROVED.value,  # written in: the generic plan knows it
-        "open_only": "" if gold else "AND c.judgment_count < %s",
+        "open_only": "" if gold else "AND c.judgment_count = %s",
         "passed_over": f"AND c.id NOT IN ({', '.join(['%s'] * n_passed_over)})"
         if n_passed_over
         else "",
@@ -107,7 +107,7 @@ def _sql(gold: bool, n_passed_over: int, n_excluded: int = 0) -> str:
         else "",
     }
     sides = (">=", "<") if gold else ("<=", ">")
-    before_wrap, after_wrap = (_HALF.format(side=side, **half) for side in sides)
+    before_wrap, after_wrap = (_half(side, half, gold, levels) for side in sides)
     shown = [
         columns("b", COMPARISON),
         columns("s", SCENARIO),
@@ -128,6 +128,19 @@ def _sql(gold: bool, n_passed_over: int, n_excluded: int = 0) -> str:
         LEFT JOIN scenarios_persona p ON p.id = s.persona_id
         JOIN scenarios_response ra ON ra.id = b.response_a_id
         JOIN scenarios_response rb ON rb.id = b.response_b_id"""  # noqa: S608
+
+
+def _half(side: str, half: dict, gold: bool, levels: int) -> str:
+    """One half of the queue order. Regular comparisons: one index range per judgment count
+    below k, most judged first, each read from the request's start key on (the index cannot
+    start each count's keys there in one range read, and walked on average half of every open
+    comparison of the campaign), the first CANDIDATES_PER_LOCK rows of them in this order:
+    a count is read only when the ones above it had too few, and rows are locked as read."""
+    one = _HALF.format(side=side, **half)
+    if gold:
+        return one
+    ranges = " UNION ALL ".join(f"SELECT * FROM ({one}) level{n}" for n in range(levels))  # noqa: S608
+    return f"SELECT * FROM ({ranges}) counts LIMIT {CANDIDATES_PER_LOCK}"  # noqa: S608
 
 
 def _comparison(row) -> Comparison:
@@ -187,15 +200,16 @@ def locked_batch(
     `excluded_levels`: scenario risk levels left out (`care.excluded_levels`); none for a rater
     without opt-outs below the daily cap, whose statement is then the same as without care.
     """
-    half = [campaign.pk, gold]
-    half += [] if gold else [campaign.overlap]
+    counts = [()] if gold else [(count,) for count in reversed(range(campaign.overlap))]
     params = []
     for _ in range(2):
-        params += [*half, *excluded_levels, start, *passed_over, user.pk]
+        for count in counts:
+            params += [campaign.pk, gold, *count, *excluded_levels, start, *passed_over, user.pk]
     if not gold:
         params += [user.pk, user.pk, campaign.pk, user.pk, campaign.pk]  # _CO_RATING's
+    sql = _sql(gold, len(passed_over), len(excluded_levels), levels=len(counts))
     with bound_cursor() as cursor:
-        cursor.execute(_sql(gold, len(passed_over), len(excluded_levels)), params)
+        cursor.execute(sql, params)
         rows = cursor.fetchall()
     span = 2**SHUFFLE_KEY_BITS
     shown = sum(map(len, (COMPARISON, SCENARIO, PERSONA, RESPONSE, RESPONSE)))
