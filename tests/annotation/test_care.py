@@ -143,7 +143,10 @@ def test_opted_out_levels_are_never_handed_out_and_held_ones_are_passed_on(campa
     assert RaterCare.objects.get(user=raters[0]).opted_out == "medium,high"
     handed = drain(raters[0], campaign)
     seen = {item.comparison_id for item in Assignment.objects.filter(annotator=raters[0])}
-    assert handed and not {level_of(item) for item in handed} & {"medium", "high"}
+    # Nothing may be left to hand out: the loop above answered every none and low item when
+    # the first high one came after them all (the handout order is random: about one time in
+    # 84).
+    assert not {level_of(item) for item in handed} & {"medium", "high"}
     assert campaign.by_level["none"] | campaign.by_level["low"] <= seen  # the rest, all of it
     # Opting back in hands them out again (the one passed on stays with others).
     api.put(CARE_URL, json.dumps({"opted_out": []}), "application/json")

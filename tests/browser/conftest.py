@@ -16,11 +16,16 @@ purpose).
 import io
 import os
 import re
+from collections import defaultdict
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from django.apps import apps
+from django.contrib.auth.models import Group
+from django.core import serializers
 from django.core.management import call_command
+from django.db import connection, transaction
 from django.urls import reverse
 
 from annotation.models import Campaign
@@ -185,31 +190,119 @@ def researcher_page(log_in, researcher):
     return log_in(researcher)
 
 
+DEMO_USERS = ("admin", "researcher", "annotator")
+# Rows the demo fixture does not keep: made by migrate (and by the flush after each test that
+# used the live server) in every test database.
+MADE_BY_MIGRATE = ("contenttypes", "auth.permission", "auth.group", "sessions")
+
+
+@pytest.fixture(scope="session")
+def demo_rows(tmp_path_factory) -> dict:
+    """What `demo` keeps (per xdist worker): its rows, serialised, and the number of rows of
+    each model once it was made."""
+    return {"path": tmp_path_factory.mktemp("demo") / "rows.json", "counts": None, "groups": None}
+
+
 @pytest.fixture
-def demo(roles, django_user_model):
-    """`make demo`'s data, its users with the test password, and the few objects it lacks."""
+def demo(roles, django_user_model, demo_rows):
+    """`make demo`'s data, its users with the test password, and the few objects it lacks.
+
+    Made by `load_demo` once per process (about 5 s: simulated rating, a calibration and a
+    release computed) and kept: every later test writes the same rows with the same ids
+    instead (a tenth of a second), and fails if any model then counts other than it did."""
+    path = demo_rows["path"]
+    if demo_rows["counts"] is None:
+        assert not _rows_not_made_by_migrate(), "the demo is kept from an empty database"
+        _make_demo(django_user_model)
+        call_command("dumpdata", exclude=list(MADE_BY_MIGRATE), output=str(path), verbosity=0)
+        demo_rows["counts"] = _counts()
+        demo_rows["groups"] = dict(Group.objects.values_list("pk", "name"))
+    else:
+        _write_rows(path, demo_rows["groups"])
+        assert _counts() == demo_rows["counts"], "the demo's rows did not all come back"
+    users = {name: django_user_model.objects.get(username=name) for name in DEMO_USERS}
+    return users, _demo_pages()
+
+
+def _counts() -> dict[str, int]:
+    return {model._meta.label: model._default_manager.count() for model in apps.get_models()}
+
+
+def _rows_not_made_by_migrate() -> dict[str, int]:
+    made = set(MADE_BY_MIGRATE)
+    return {
+        label: n
+        for label, n in _counts().items()
+        if n and not {label.split(".")[0], label.lower()} & made
+    }
+
+
+def _write_rows(path: Path, group_names: dict[int, str]) -> None:
+    """The dumped rows in one INSERT per table (loaddata saves them one by one: 2,400 queries,
+    2 s). Foreign keys are checked at commit, so the order of the tables does not matter. The
+    role groups were made again by migrate's signal, under new ids: users join them by name."""
+    rows = list(serializers.deserialize("json", path.read_text("utf-8")))
+    groups = dict(Group.objects.values_list("name", "pk"))
+    tables: dict[type, list] = defaultdict(list)
+    for row in rows:
+        tables[type(row.object)].append(row.object)
+        for name, pks in row.m2m_data.items():
+            field = row.object._meta.get_field(name)
+            through = field.remote_field.through
+            source, target = field.m2m_field_name(), field.m2m_reverse_field_name()
+            if field.related_model is Group:
+                pks = [groups[group_names[pk]] for pk in pks]
+            for pk in pks:
+                tables[through].append(
+                    through(**{f"{source}_id": row.object.pk, f"{target}_id": pk})
+                )
+    with transaction.atomic():
+        for model, objects in tables.items():
+            model._base_manager.bulk_create(objects)
+        _sequences_past_rows(list(tables))
+
+
+def _sequences_past_rows(models: list) -> None:
+    """Each id sequence past the largest id of its table, and never back: the flush between
+    tests keeps the sequences, so ids are not used again (the cache outlives a test and keys
+    some things by id). SQLite's AUTOINCREMENT follows the largest id by itself."""
+    if connection.vendor != "postgresql":
+        return
+    quote = connection.ops.quote_name
+    with connection.cursor() as cursor:
+        for model in models:
+            table, pk = quote(model._meta.db_table), model._meta.pk.column
+            sql = f"SELECT setval(s, GREATEST(nextval(s), MAX({quote(pk)}))) FROM {table}"  # noqa: S608
+            cursor.execute(f"{sql}, pg_get_serial_sequence(%s, %s) s GROUP BY s", [table, pk])
+
+
+def _make_demo(django_user_model) -> None:
     call_command("load_demo", stdout=io.StringIO())
-    users = {}
-    for name in ("admin", "researcher", "annotator"):
+    for name in DEMO_USERS:
         user = django_user_model.objects.get(username=name)
         user.set_password(PASSWORD)
         user.save()
-        users[name] = user
     judge = JudgeConfig.objects.create(
         name="layout judge", base_url="http://127.0.0.1:9/v1", model_id="m", rubric="r"
     )
-    judge_run = JudgeRun.objects.create(name="layout judging", judge=judge, state="cancelled")
-    job = Job.objects.create(
+    JudgeRun.objects.create(name="layout judging", judge=judge, state="cancelled")
+    Job.objects.create(
         kind="scenario_import",
         state=Job.State.COMPLETED,
-        created_by=users["researcher"],
+        created_by=django_user_model.objects.get(username="researcher"),
         params={"path": "imports/x/a.jsonl", "filename": "a.jsonl", "dry_run": True},
     )
+
+
+def _demo_pages() -> dict[str, list[str]]:
+    judge = JudgeConfig.objects.get(name="layout judge")
+    judge_run = JudgeRun.objects.get(name="layout judging")
+    job = Job.objects.get(kind="scenario_import", params__path="imports/x/a.jsonl")
     campaign = Campaign.objects.get(name__contains="demo data")
     calibrated = CalibratedJudge.objects.get(campaign=campaign)
     release = Release.objects.get(campaign=campaign)
     scenario = Scenario.objects.order_by("pk").first()
-    pages = {
+    return {
         "annotator": [reverse("annotation:home"), reverse("annotation:rate", args=[campaign.pk])],
         "researcher": [
             reverse("scenarios:list"),
@@ -240,4 +333,3 @@ def demo(roles, django_user_model):
         ],
         "admin": [reverse("admin_home"), reverse("scenarios:list")],
     }
-    return users, pages

@@ -9,16 +9,20 @@ as an admin (who passes every role check) and as a researcher:
   parameter names come from (1) the view's module source (`request.GET.get("x")`,
   `params.getlist("x")`, `int_param(request.GET, "x")`, ...), (2) the page itself (the fields
   of its forms and the query names of its links) and (3) a fixed list of common names. One
-  request sets all of them at once per value; then each name alone for the values that broke
-  pages before (a NUL, `²`, a 20-digit number, a negative number, a long string).
+  request sets all of them at once per value; then each name the view or page reads alone
+  for the values that broke pages before (`²` and a NUL).
 - POST: every form on every page (its action, its fields; hidden and select fields too) with
   a hostile value in all fields at once and in each field alone, plus the POST-only views with
   the names their source reads.
 
+Every URL pattern is requested; the API's `.json` twins (the router's format suffixes: the
+same view and action as the URL without one) only once each, their parameters being fuzzed on
+the URL without the suffix.
+
 A response of 500, or a streamed body that raises while it is read, fails the test with the
-URL, parameter and value. Runs in about a minute on SQLite; `HOSTILE_PAGE_FUZZ_VALUES=all`
-sends every value to every parameter alone (slower). On PostgreSQL (DATABASE_URL) a NUL
-reaching a query would also show up here.
+URL, parameter and value. Runs in about a minute on SQLite; `HOSTILE_PAGE_FUZZ=full` sends
+every value to every parameter alone (slower). On PostgreSQL (DATABASE_URL) a NUL reaching a
+query would also show up here.
 """
 
 import html.parser
@@ -33,7 +37,14 @@ from django.test import Client
 from django.urls import resolve
 
 from tests import test_permissions
-from tests.test_permissions import ADMIN, EXPECTED, POST_ONLY, RESEARCHER, urls_for
+from tests.test_permissions import (
+    ADMIN,
+    EXPECTED,
+    POST_ONLY,
+    RESEARCHER,
+    resolver_urls,
+    urls_for,
+)
 
 world = test_permissions.world  # the fixture: one object of every kind
 module_world = test_permissions.module_world  # (made once for the module)
@@ -146,6 +157,13 @@ def _view(url: str):
     return inspect.unwrap(func)
 
 
+def format_suffixed(url: str) -> bool:
+    """The API's `.json` twin of a URL (the router's format suffix): the same view and action,
+    whose only difference, the renderer the suffix names, is the one a request without it gets
+    (JSON, the first renderer). Its parameters are fuzzed on the URL without the suffix."""
+    return "format" in resolve(urlsplit(url).path).kwargs
+
+
 def source_names(url: str) -> tuple[set[str], set[str]]:
     """(names the view itself reads, names its whole module reads), from the source."""
     view = _view(url)
@@ -167,6 +185,7 @@ class Fuzzer:
         self.failures: list[str] = []
         self.requests = 0
         self.names: set[str] = set()  # URL names walked
+        self.urls: set[str] = set()  # and the URL of each of their patterns
 
     def send(self, method: str, url: str, data: dict, label: str):
         self.requests += 1
@@ -215,6 +234,11 @@ def run_fuzz(world, role: str, values: list[str], single_values: list[str]) -> F
             continue
         fuzzer.names.add(name)
         for url in urls_for(name, world, role):
+            fuzzer.urls.add(url)
+            if format_suffixed(url):  # the same view as the URL without it: answers, no more
+                method = "post" if name in POST_ONLY else "get"
+                fuzzer.send(method, url, {}, f"{method.upper()} {url}")
+                continue
             own, module = source_names(url)
             if name in POST_ONLY:
                 if name not in NO_POST:
@@ -250,7 +274,9 @@ def test_no_page_answers_500_to_hostile_parameters(world, role):
         fuzzer = run_fuzz(world, role, VALUES, SINGLE_VALUES)
     else:
         fuzzer = run_fuzz(world, role, RESEARCHER_VALUES, [])
-    assert fuzzer.names == {name for name, roles in EXPECTED.items() if role in roles}
+    allowed = {name for name, roles in EXPECTED.items() if role in roles}
+    assert fuzzer.names == allowed
+    assert len(fuzzer.urls) == sum(len(resolver_urls()[name]) for name in allowed)
     assert fuzzer.requests > 500
     print(f"{role}: {fuzzer.requests} requests, {len(fuzzer.names)} URL names")
     assert fuzzer.failures == [], "\n".join(fuzzer.failures[:50])
