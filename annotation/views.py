@@ -266,7 +266,8 @@ def support(request, campaign_id):
 def care_settings(request):
     """The risk categories the rater opts out of, in every campaign; `next`: where to go back."""
     back = request.POST.get("next") or request.GET.get("next") or ""
-    if not url_has_allowed_host_and_scheme(back, {request.get_host()}, request.is_secure()):
+    ours = url_has_allowed_host_and_scheme(back, {request.get_host()}, request.is_secure())
+    if not (ours and back.startswith("/")):  # a path of this site (`redirect` reads view names)
         back = ""
     form = CareForm(request.POST or None, initial={"opted_out": care.opted_out(request.user)})
     if request.method == "POST" and form.is_valid():

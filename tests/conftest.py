@@ -238,8 +238,8 @@ def celery_eager(request):
 
 
 # Modules that mostly wait (real Celery workers, servers and commands in subprocesses, a
-# browser, big imports): run first, so that under `pytest -n` (`make test`) their waits overlap
-# the other tests instead of leaving one worker alone with them at the end.
+# browser, big imports) or take long: run first, so that under `pytest -n` (`make test`) their
+# waits overlap the other tests instead of leaving one worker alone with them at the end.
 WAITING_FIRST = (
     "tests/test_faults.py",
     "tests/test_faults_redis.py",
@@ -255,17 +255,67 @@ WAITING_FIRST = (
     "tests/hostile/test_schemathesis.py",
     "tests/hostile/test_page_fuzz.py",
 )
+# Rough seconds per test of these (the other waiting ones: DEFAULT_SECONDS), to deal the
+# waiting modules evenly to the workers; the ones named in SPLIT are shared out test by test.
+SECONDS_EACH = {
+    "tests/hostile/test_page_fuzz.py": 50,
+    "tests/hostile/test_schemathesis.py": 4,
+    "tests/test_faults.py": 10,
+    "tests/test_migrations_keep_rows.py": 40,
+    "tests/test_redis_outage.py": 20,
+    "tests/browser/test_accessibility.py": 60,
+    "tests/browser/test_whole_path.py": 30,
+}
+DEFAULT_SECONDS = 5
+SPLIT = ("tests/hostile/test_schemathesis.py", "tests/hostile/test_page_fuzz.py")
 
 
-def _first(item) -> int | None:
-    path = Path(str(item.path)).resolve().relative_to(REPO).as_posix()
+def _path(item) -> str:
+    return Path(str(item.path)).resolve().relative_to(REPO).as_posix()
+
+
+def _first(path: str) -> int | None:
     return next((i for i, start in enumerate(WAITING_FIRST) if path.startswith(start)), None)
 
 
-def pytest_collection_modifyitems(items):
-    """Whole modules keep their order (module-scoped fixtures are made once)."""
-    order = {id(item): _first(item) for item in items}
-    items.sort(key=lambda item: (order[id(item)] is None, order[id(item)] or 0))
+def pytest_collection_modifyitems(config, items):
+    """The waiting modules first, dealt to the workers of `pytest -n`: pytest-xdist's worksteal
+    hands each worker a contiguous share of the list, so each share starts with its part of
+    them (heaviest first, to the least loaded share), then the other tests in their order (idle
+    workers steal from the end of the longest queue). Modules stay whole (module-scoped
+    fixtures are made once), except those in SPLIT."""
+    workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
+    groups: dict[str, list] = {}
+    rest = []
+    for item in items:
+        path = _path(item)
+        if _first(path) is None:
+            rest.append(item)
+        else:
+            groups.setdefault(path, []).append(item)
+    for path in [path for path in groups if path.startswith(SPLIT)]:
+        tests = groups.pop(path)
+        for part in range(workers):
+            if tests[part::workers]:
+                groups[f"{path} {part}"] = tests[part::workers]
+    heads: list[list] = [[] for _ in range(workers)]
+    load = [0.0] * workers
+
+    def seconds(group: list) -> float:
+        return len(group) * SECONDS_EACH.get(_path(group[0]), DEFAULT_SECONDS)
+
+    for group in sorted(groups.values(), key=seconds, reverse=True):
+        least = load.index(min(load))
+        heads[least] += group
+        load[least] += seconds(group)
+    ordered, left = [], len(items)
+    for share, head in enumerate(heads):
+        size = left // (workers - share)  # as worksteal divides the list
+        taken = max(0, size - len(head))
+        ordered += head + rest[:taken]
+        rest = rest[taken:]
+        left -= size
+    items[:] = ordered + rest
 
 
 def pytest_xdist_auto_num_workers(config):

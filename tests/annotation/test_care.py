@@ -179,6 +179,9 @@ def test_the_settings_page_opts_out_and_goes_back_to_the_rating_page(client, cam
     outside = client.post(reverse("annotation:care"), {"next": "https://elsewhere.example/"})
     assert outside["Location"] == reverse("annotation:care")  # no open redirect
     assert care.opted_out(raters[1]) == ()
+    for odd in ("²", "annotation:care", "rate"):  # not a path: not read as a view name either
+        answer = client.post(reverse("annotation:care"), {"next": odd})
+        assert answer.status_code == 302 and answer["Location"] == reverse("annotation:care")
 
 
 def test_the_campaign_page_warns_when_opt_outs_leave_too_few_raters(
