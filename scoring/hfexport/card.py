@@ -106,7 +106,7 @@ def header(facts: dict, dimensions, include_companions: bool) -> str:
         "size_categories": [size_category(facts["judgments"])],
         "task_categories": ["text-generation", "text-classification"],
         "tags": ["human-feedback", "preference", "pairwise-comparison", "dpo", "reward-modeling"],
-        "annotations_creators": ["expert-generated"],
+        "annotations_creators": ["crowdsourced" if facts["crowdsourced"] else "expert-generated"],
         "configs": [
             {
                 "config_name": "judgments",
@@ -213,7 +213,9 @@ def _collection_part(c: dict, hidden: list[str]) -> list[str]:
         "",
         f"- **Blinding**: {c['blinding']}",
         f"- **Overlap**: each comparison was handed out until k = {c['overlap']} counted "
-        f"judgments; pairing design: {c['pairing']}; gold items: {c['gold']}.",
+        f"judgments ({c['comparisons_at_k']} of {c['comparisons_total']} comparisons had "
+        f"reached k when this was exported); pairing design: {c['pairing']}; "
+        f"gold items: {c['gold']}.",
         f"- **Qualification**: {c['qualification']}",
         f"- **Exclusions**: {c['exclusion_text']}",
     ]

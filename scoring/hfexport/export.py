@@ -13,6 +13,7 @@ from django.utils import timezone
 from annotation import exclusions
 from annotation.blinding import blind_names, blind_text
 from annotation.models import Campaign
+from annotation.study.models import Participant
 from scoring.agreement import services as agreement
 from scoring.hfexport import card
 from scoring.hfexport.pairs import BOTH_UNACCEPTABLE, TIE, preference_pairs
@@ -82,6 +83,20 @@ def _exclusion_facts(campaign: Campaign, rows: list[dict]) -> tuple[str, list[di
     return text, listed
 
 
+def _reached(campaign: Campaign) -> dict:
+    """How many of the campaign's regular comparisons had reached k when it was exported."""
+    regular = campaign.comparisons.filter(is_gold=False)
+    return {
+        "comparisons_total": regular.count(),
+        "comparisons_at_k": regular.filter(judgment_count__gte=campaign.overlap).count(),
+    }
+
+
+def _crowdsourced(campaign: Campaign) -> bool:
+    """Whether anyone joined through the campaign's study link (a crowd platform)."""
+    return Participant.objects.filter(campaign=campaign).exists()
+
+
 def facts(campaign: Campaign, rows, pairs, left_out, source: str, include_companions) -> dict:
     """Everything the card states, read from the campaign's records."""
     hidden = [] if include_companions else blind_names(campaign)
@@ -102,6 +117,8 @@ def facts(campaign: Campaign, rows, pairs, left_out, source: str, include_compan
         "both_unacceptable": left_out[BOTH_UNACCEPTABLE],
         "blinding": _blinding(campaign, include_companions),
         "overlap": campaign.overlap,
+        **_reached(campaign),
+        "crowdsourced": _crowdsourced(campaign),
         "pairing": str(pairing),
         "gold": f"{sum(1 for r in rows if r['is_gold'])} judgments on gold items (`is_gold`)",
         "qualification": _qualification(campaign),

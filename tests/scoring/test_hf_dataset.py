@@ -17,6 +17,7 @@ from django.urls import reverse
 
 from annotation import exclusions, queue
 from annotation.models import Judgment
+from annotation.study.models import Participant, StudyLink
 from scoring.hfexport import export
 from scoring.hfexport.pairs import outcome
 from scoring.models import Release
@@ -179,6 +180,10 @@ def test_card_states_the_collection_and_the_agreement_page_figures(rated, tmp_pa
     assert "language:\n" + "".join(f"- {code}\n" for code in languages) in header
     assert "config_name: preference_pairs" in header and "path: judgments.jsonl" in header
     assert f"k = {rated.overlap}" in card
+    at_k = rated.comparisons.filter(is_gold=False, judgment_count__gte=rated.overlap).count()
+    total = rated.comparisons.filter(is_gold=False).count()
+    assert f"({at_k} of {total} comparisons had reached k when this was exported)" in card
+    assert "- expert-generated" in header  # nobody joined through a study link
     assert "rushed through the items" in card
     assert "Qualification**: not required" in card
 
@@ -272,3 +277,12 @@ def test_an_unfrozen_release_is_refused(rated, client, researcher):
     assert client.get(reverse("release-hf-dataset", args=[release.pk])).status_code == 409
     page = client.get(reverse("hfexport:release", args=[release.pk]))
     assert page.status_code == 302
+
+
+def test_a_study_with_crowd_participants_is_marked_crowdsourced(rated, tmp_path, django_user_model):
+    link = StudyLink.objects.create(campaign=rated)
+    worker = django_user_model.objects.create_user("p-crowd-1")
+    Participant.objects.create(link=link, campaign=rated, user=worker, participant_id="PID-1")
+    export.export_campaign(rated, tmp_path / "crowd")
+    header = (tmp_path / "crowd" / "README.md").read_text(encoding="utf-8").split("---\n")[1]
+    assert "annotations_creators:\n- crowdsourced\n" in header
