@@ -123,7 +123,8 @@ class CampaignForm(forms.ModelForm):
         widget=forms.RadioSelect,
         initial=Campaign.Pairing.ALL_PAIRS,
         help_text=_(
-            "Adaptive ordering is not active yet: its comparisons are built like random pairs."
+            "Adaptive: built like random pairs; after a burn-in, new comparisons go to the "
+            "companion pairs whose order is least certain."
         ),
         label=_("Pairing"),
     )
