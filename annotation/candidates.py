@@ -59,7 +59,7 @@ _HALF = """SELECT {columns} FROM annotation_comparison c
     WHERE c.campaign_id = %s AND c.is_gold = %s AND s.state = '{approved}' {open_only}
     {risk_filter} AND c.shuffle_key {side} %s {passed_over}
     AND (SELECT a.id FROM annotation_assignment a
-        WHERE a.comparison_id = c.id AND a.annotator_id = %s) IS NULL
+        WHERE a.comparison_id = c.id AND a.annotator_id = %s) IS NULL {free_slot}
     ORDER BY c.judgment_count {direction}, c.shuffle_key {direction}
     LIMIT {limit} {lock}"""
 
@@ -88,6 +88,14 @@ _CO_RATING = ", ".join(
 )
 
 
+# Only the state's value is formatted in; the lease time and k are parameters.
+_FREE_SLOT = (
+    "AND c.judgment_count + (SELECT COUNT(*) FROM annotation_assignment l"  # noqa: S608
+    f" WHERE l.comparison_id = c.id AND l.state = '{Assignment.State.OPEN.value}'"
+    " AND l.lease_expires_at > %s) < %s"
+)
+
+
 def _sql(gold: bool, n_passed_over: int, n_excluded: int = 0, levels: int = 0) -> str:
     half = {
         # care for raters (annotation.care): risk levels the requester must not be handed now
@@ -101,6 +109,9 @@ def _sql(gold: bool, n_passed_over: int, n_excluded: int = 0, levels: int = 0) -
         if n_passed_over
         else "",
         "direction": "" if gold else "DESC",
+        # regular ones: a slot not taken by judgments and live leases (gold: no limit), so that
+        # comparisons others hold the last slots of are passed in the scan, not handed back
+        "free_slot": "" if gold else _FREE_SLOT,
         "limit": CANDIDATES_PER_LOCK,
         "lock": "FOR UPDATE OF c SKIP LOCKED"
         if connection.features.has_select_for_update_skip_locked
@@ -181,7 +192,7 @@ class Candidate:
 
 
 def locked_batch(
-    user, campaign, gold: bool, start: int, passed_over: list[int], excluded_levels=()
+    user, campaign, gold: bool, start: int, passed_over: list[int], now, excluded_levels=()
 ) -> list[Candidate]:
     """The first few candidates in queue order, locked; rows others hold are skipped.
 
@@ -190,7 +201,11 @@ def locked_batch(
     (gold: judgment_count, (shuffle_key - start) mod 2**31). The wrap is two LIMIT halves, keys
     on either side of `start`, each in index order (read backwards for the regular queue),
     merged here. Candidates: comparisons of approved scenarios the user was never handed
-    (regular ones: with fewer than k judgments), except `passed_over`.
+    (regular ones: with a slot free of judgments and of leases live at `now`), except
+    `passed_over`. The live leases are counted as the rows are read (an index probe each), so
+    the comparisons whose last slots others hold are passed over in the same statement: handed
+    back, they made a request go round once per batch of them (a dozen statements at 100
+    raters at a human pace, where most started comparisons are held by someone).
 
     The regular ones locked are then ranked by `co_rating` before the shuffle key: by judgment
     count less the level it drops, then the items shared beyond the fair share. The batch (the
@@ -201,10 +216,12 @@ def locked_batch(
     without opt-outs below the daily cap, whose statement is then the same as without care.
     """
     counts = [()] if gold else [(count,) for count in reversed(range(campaign.overlap))]
+    free_slot = [] if gold else [db_value(Assignment, "lease_expires_at", now), campaign.overlap]
     params = []
     for _ in range(2):
         for count in counts:
             params += [campaign.pk, gold, *count, *excluded_levels, start, *passed_over, user.pk]
+            params += free_slot
     if not gold:
         params += [user.pk, user.pk, campaign.pk, user.pk, campaign.pk]  # _CO_RATING's
     sql = _sql(gold, len(passed_over), len(excluded_levels), levels=len(counts))

@@ -243,15 +243,15 @@ def _take(user, campaign: Campaign, gold: bool, now, excluded=()) -> Assignment 
     their companions and differs between annotators. Only comparisons of approved scenarios are
     handed out, and none of the risk levels `excluded` (`care.excluded_levels`).
 
-    Candidates come in index order without counting leases in SQL, which would cost a subquery
-    per comparison of the campaign. Once the rows are locked, their judgment counts are current,
-    and `candidates.claim` counts the live leases in a new statement, which sees every
+    Candidates come in index order, the live leases counted only on the rows read (not on every
+    comparison of the campaign). Once the rows are locked, their judgment counts are current,
+    and `candidates.claim` counts the live leases again in a new statement, which sees every
     assignment committed by whoever held a row before us.
     """
     start = secrets.randbits(SHUFFLE_KEY_BITS)
     passed_over: list[int] = []
     for attempt in range(50):
-        batch = locked_batch(user, campaign, gold, start, passed_over, excluded)
+        batch = locked_batch(user, campaign, gold, start, passed_over, now, excluded)
         if not batch:
             # Everything left may just be locked for a moment by others handing out items.
             if not _any_free(user, campaign, gold, passed_over, now, excluded):
