@@ -88,9 +88,11 @@ _CO_RATING = ", ".join(
 )
 
 
-# Only the state's value is formatted in; the lease time and k are parameters.
+# Comparison c has a slot free of judgments and of leases live at the first parameter, below
+# k (the second); read by the candidate lock and checked again by the claim. Only the state's
+# value is formatted in.
 _FREE_SLOT = (
-    "AND c.judgment_count + (SELECT COUNT(*) FROM annotation_assignment l"  # noqa: S608
+    "c.judgment_count + (SELECT COUNT(*) FROM annotation_assignment l"  # noqa: S608
     f" WHERE l.comparison_id = c.id AND l.state = '{Assignment.State.OPEN.value}'"
     " AND l.lease_expires_at > %s) < %s"
 )
@@ -111,7 +113,7 @@ def _sql(gold: bool, n_passed_over: int, n_excluded: int = 0, levels: int = 0) -
         "direction": "" if gold else "DESC",
         # regular ones: a slot not taken by judgments and live leases (gold: no limit), so that
         # comparisons others hold the last slots of are passed in the scan, not handed back
-        "free_slot": "" if gold else _FREE_SLOT,
+        "free_slot": "" if gold else f"AND {_FREE_SLOT}",
         "limit": CANDIDATES_PER_LOCK,
         "lock": "FOR UPDATE OF c SKIP LOCKED"
         if connection.features.has_select_for_update_skip_locked
@@ -267,9 +269,7 @@ ASSIGNMENT += ("issued_at", "lease_expires_at")
 _CLAIM = """INSERT INTO annotation_assignment (key, comparison_id, campaign_id, annotator_id,
         left_is_a, state, issued_at, lease_expires_at, skip_reason)
     SELECT %s, c.id, c.campaign_id, %s, %s, %s, %s, %s, '' FROM annotation_comparison c
-    WHERE c.id IN ({ids}) AND (c.is_gold OR c.judgment_count + (
-        SELECT COUNT(*) FROM annotation_assignment a WHERE a.comparison_id = c.id
-        AND a.state = '{open}' AND a.lease_expires_at > %s) < %s)
+    WHERE c.id IN ({ids}) AND (c.is_gold OR {free_slot})
     ORDER BY CASE c.id {rank} END LIMIT 1
     RETURNING {returned}"""
 # The item counted in the annotator's handed tally (`HandedTally`); on PostgreSQL in the
@@ -295,7 +295,7 @@ def claim(user, campaign, batch: list[Candidate], now) -> Assignment | None:
     ids += ids[-1:] * (2 * CANDIDATES_PER_LOCK - len(ids))
     returned = ", ".join(ASSIGNMENT)
     sql = _CLAIM.format(
-        open=Assignment.State.OPEN.value,
+        free_slot=_FREE_SLOT,
         ids=", ".join(["%s"] * len(ids)),
         rank=" ".join(["WHEN %s THEN %s"] * len(ids)),
         returned=returned,

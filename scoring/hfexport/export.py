@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from annotation import exclusions
 from annotation.blinding import blind_names, blind_text
+from annotation.campaigns import campaign_overview
 from annotation.models import Campaign
 from annotation.study.models import Participant
 from scoring.agreement import services as agreement
@@ -83,15 +84,6 @@ def _exclusion_facts(campaign: Campaign, rows: list[dict]) -> tuple[str, list[di
     return text, listed
 
 
-def _reached(campaign: Campaign) -> dict:
-    """How many of the campaign's regular comparisons had reached k when it was exported."""
-    regular = campaign.comparisons.filter(is_gold=False)
-    return {
-        "comparisons_total": regular.count(),
-        "comparisons_at_k": regular.filter(judgment_count__gte=campaign.overlap).count(),
-    }
-
-
 def _crowdsourced(campaign: Campaign) -> bool:
     """Whether anyone joined through the campaign's study link (a crowd platform)."""
     return Participant.objects.filter(campaign=campaign).exists()
@@ -103,6 +95,7 @@ def facts(campaign: Campaign, rows, pairs, left_out, source: str, include_compan
     report = agreement.report_for(campaign).data
     exclusion_text, exclusion_rows = _exclusion_facts(campaign, rows)
     pairing = campaign.get_pairing_display()
+    overview = campaign_overview(campaign)  # the campaign page's counts
     return {
         "title": blind_text(source, hidden),
         "source": blind_text(source, hidden),
@@ -117,7 +110,8 @@ def facts(campaign: Campaign, rows, pairs, left_out, source: str, include_compan
         "both_unacceptable": left_out[BOTH_UNACCEPTABLE],
         "blinding": _blinding(campaign, include_companions),
         "overlap": campaign.overlap,
-        **_reached(campaign),
+        "comparisons_total": overview["regular"],
+        "comparisons_at_k": overview["complete"],
         "crowdsourced": _crowdsourced(campaign),
         "pairing": str(pairing),
         "gold": f"{sum(1 for r in rows if r['is_gold'])} judgments on gold items (`is_gold`)",
