@@ -36,8 +36,9 @@ def test_the_api_docs_page_has_the_site_navigation_and_summaries(researcher_page
     page = researcher_page
     page.get_by_role("link", name="API", exact=True).click()
     page.wait_for_url(re.compile(re.escape(reverse("api_docs")) + "$"))
-    # Swagger UI loaded the schema and lists each operation by its summary.
-    expect(page.get_by_text("List scenarios", exact=True)).to_be_visible()
+    # Swagger UI loaded the schema and lists each operation by its summary (it fetches and
+    # renders the whole schema in the browser: more than expect's 5 s on a loaded machine).
+    expect(page.get_by_text("List scenarios", exact=True)).to_be_visible(timeout=30_000)
     expect(page.get_by_text("Submit your judgment of an item", exact=True)).to_be_visible()
     page.locator(".topbar").get_by_role("link", name="Scenarios").click()
     page.wait_for_url(re.compile(re.escape(reverse("scenarios:list")) + "$"))
