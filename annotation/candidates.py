@@ -57,7 +57,7 @@ RESPONSE = ("id", "text")
 _HALF = """SELECT {columns} FROM annotation_comparison c
     JOIN scenarios_scenario s ON s.id = c.scenario_id
     WHERE c.campaign_id = %s AND c.is_gold = %s AND s.state = '{approved}' {open_only}
-    {risk_filter} AND c.shuffle_key {side} %s {passed_over}
+    AND c.shuffle_key {side} %s {window} {risk_filter} {passed_over}
     AND (SELECT a.id FROM annotation_assignment a
         WHERE a.comparison_id = c.id AND a.annotator_id = %s) IS NULL {free_slot}
     ORDER BY c.judgment_count {direction}, c.shuffle_key {direction}
@@ -88,6 +88,17 @@ _CO_RATING = ", ".join(
 )
 
 
+# A rater who holds many items below k (a lone rater, or one far ahead of the others) would
+# walk all of them in the ranges of the counts above 0 (their own rows are passed one probe at a
+# time). Past WINDOW_AFTER such items, each range reads at most WINDOW rows (from the request's
+# start key: a bound found by an index scan of WINDOW entries); a started comparison beyond
+# them waits for the next request's start, and an empty window falls back to the full ranges.
+WINDOW, WINDOW_AFTER = 64, 64
+_WINDOW = """AND c.shuffle_key > COALESCE((SELECT w.shuffle_key FROM annotation_comparison w
+    WHERE w.campaign_id = %s AND w.is_gold = %s AND w.judgment_count = %s
+    AND w.shuffle_key {side} %s ORDER BY w.judgment_count DESC, w.shuffle_key DESC
+    LIMIT 1 OFFSET {window}), -1)"""
+
 # Comparison c has a slot free of judgments and of leases live at the first parameter, below
 # k (the second); read by the candidate lock and checked again by the claim. Only the state's
 # value is formatted in.
@@ -98,7 +109,9 @@ _FREE_SLOT = (
 )
 
 
-def _sql(gold: bool, n_passed_over: int, n_excluded: int = 0, levels: int = 0) -> str:
+def _sql(
+    gold: bool, n_passed_over: int, n_excluded: int = 0, levels: int = 0, window: bool = False
+) -> str:
     half = {
         # care for raters (annotation.care): risk levels the requester must not be handed now
         "risk_filter": f"AND s.risk_level NOT IN ({', '.join(['%s'] * n_excluded)})"
@@ -115,6 +128,7 @@ def _sql(gold: bool, n_passed_over: int, n_excluded: int = 0, levels: int = 0) -
         # comparisons others hold the last slots of are passed in the scan, not handed back
         "free_slot": "" if gold else f"AND {_FREE_SLOT}",
         "limit": CANDIDATES_PER_LOCK,
+        "window": window,  # written per side (_half)
         "lock": "FOR UPDATE OF c SKIP LOCKED"
         if connection.features.has_select_for_update_skip_locked
         else "",
@@ -149,7 +163,8 @@ def _half(side: str, half: dict, gold: bool, levels: int) -> str:
     start each count's keys there in one range read, and walked on average half of every open
     comparison of the campaign), the first CANDIDATES_PER_LOCK rows of them in this order:
     a count is read only when the ones above it had too few, and rows are locked as read."""
-    one = _HALF.format(side=side, **half)
+    window = _WINDOW.format(side=side, window=WINDOW) if half["window"] else ""
+    one = _HALF.format(side=side, **{**half, "window": window})
     if gold:
         return one
     ranges = " UNION ALL ".join(f"SELECT * FROM ({one}) level{n}" for n in range(levels))  # noqa: S608
@@ -194,7 +209,14 @@ class Candidate:
 
 
 def locked_batch(
-    user, campaign, gold: bool, start: int, passed_over: list[int], now, excluded_levels=()
+    user,
+    campaign,
+    gold: bool,
+    start: int,
+    passed_over: list[int],
+    now,
+    excluded_levels=(),
+    window: bool = False,
 ) -> list[Candidate]:
     """The first few candidates in queue order, locked; rows others hold are skipped.
 
@@ -216,17 +238,22 @@ def locked_batch(
 
     `excluded_levels`: scenario risk levels left out (`care.excluded_levels`); none for a rater
     without opt-outs below the daily cap, whose statement is then the same as without care.
+
+    `window` (regular comparisons): each count's range reads at most WINDOW rows (see WINDOW).
     """
+    window = window and not gold
     counts = [()] if gold else [(count,) for count in reversed(range(campaign.overlap))]
     free_slot = [] if gold else [db_value(Assignment, "lease_expires_at", now), campaign.overlap]
     params = []
     for _ in range(2):
         for count in counts:
-            params += [campaign.pk, gold, *count, *excluded_levels, start, *passed_over, user.pk]
-            params += free_slot
+            params += [campaign.pk, gold, *count, start]
+            if window:
+                params += [campaign.pk, gold, *count, start]
+            params += [*excluded_levels, *passed_over, user.pk, *free_slot]
     if not gold:
         params += [user.pk, user.pk, campaign.pk, user.pk, campaign.pk]  # _CO_RATING's
-    sql = _sql(gold, len(passed_over), len(excluded_levels), levels=len(counts))
+    sql = _sql(gold, len(passed_over), len(excluded_levels), levels=len(counts), window=window)
     with bound_cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()

@@ -212,6 +212,14 @@ def is_excluded(user, campaign: Campaign) -> bool:
     return campaign.exclusions.filter(annotator=user).exists()
 
 
+def items_held_below_k(campaign: Campaign) -> int | None:
+    """The annotator's items (any state) on comparisons below k, from the counts the campaign
+    was read with (`progress_counts`); None when it was read without them."""
+    if not hasattr(campaign, "progress"):
+        return None
+    return _counts(campaign)["handed_open"]
+
+
 def _counts(campaign: Campaign) -> dict:
     """The campaign's `progress_counts`, read from their text once."""
     if isinstance(campaign.progress, str):

@@ -7,11 +7,14 @@ open), some of them on comparisons still open there, which the old count visited
 """
 
 import json
+import random
+from contextlib import contextmanager
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
+from django.utils import timezone
 
-from annotation import queue
+from annotation import candidates, queue
 from annotation.models import Assignment, Campaign
 from annotation.progress import progress_for
 from annotation.rating_reads import assignment_statement, campaign_statement, rating_campaign
@@ -228,3 +231,96 @@ def test_the_reads_visit_no_row_per_item_the_rater_had_in_the_campaign(researche
         cursor.execute("ANALYZE")
     assert _assignment_rows_read(*campaign_statement(rater, campaign.pk)) <= 1
     assert _assignment_rows_read(*assignment_statement(rater, item.key)) <= 2
+
+
+def _lone_rater_campaign(researcher, raters, judged: int) -> Campaign:
+    """A campaign (30 scenarios: 90 comparisons, k = 3) in which raters[0] alone judged
+    `judged` items: all on comparisons still below k, which their candidate lock passes."""
+    campaign = factories.campaign(researcher, raters, n_scenarios=30, overlap=3, name="lone")
+    for _ in range(judged):
+        item = queue.next_assignment(raters[0], rating_campaign(raters[0], campaign.pk))
+        queue.submit(raters[0], item.key, queue.Submission(1))
+    return campaign
+
+
+def _lock_statement(monkeypatch, user, campaign) -> tuple[str, list]:
+    """The candidate lock statement (and its parameters) the next request of `user` sends."""
+    sent = []
+
+    class Recording:
+        def __init__(self, cursor):
+            self.cursor = cursor
+
+        def execute(self, sql, params):
+            sent.append((sql, params))
+            return self.cursor.execute(sql, params)
+
+        def __getattr__(self, name):
+            return getattr(self.cursor, name)
+
+    bound = candidates.bound_cursor
+
+    @contextmanager
+    def recording():
+        with bound() as cursor:
+            yield Recording(cursor)
+
+    monkeypatch.setattr(candidates, "bound_cursor", recording)
+    item = queue.next_assignment(user, rating_campaign(user, campaign.pk))
+    monkeypatch.setattr(candidates, "bound_cursor", bound)
+    queue.submit(user, item.key, queue.Submission(1))
+    return next(each for each in sent if each[0].startswith("WITH before_wrap"))
+
+
+def test_a_lone_raters_lock_reads_a_window_not_every_item_they_hold(
+    researcher, raters, monkeypatch
+):
+    """PostgreSQL: a rater holding many items below k (no co-rater came) is not walked through
+    all of them on every request: past WINDOW_AFTER, each count's range reads WINDOW rows."""
+    if connection.vendor != "postgresql":
+        pytest.skip("EXPLAIN ANALYZE's row counts are PostgreSQL's: run with DATABASE_URL")
+    campaign = _lone_rater_campaign(researcher, raters, judged=40)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+    monkeypatch.setattr(candidates, "WINDOW", 3)
+    monkeypatch.setattr(queue, "WINDOW_AFTER", 10)
+    windowed = _assignment_rows_read(*_lock_statement(monkeypatch, raters[0], campaign))
+    monkeypatch.setattr(queue, "WINDOW_AFTER", 1000)
+    walked = _assignment_rows_read(*_lock_statement(monkeypatch, raters[0], campaign))
+    assert walked >= 40  # every item they judged, one probe each
+    assert windowed <= 2 * 2 * 3 + 2  # two halves, the counts 1 and 2, the windows; a margin
+
+
+def test_the_windowed_lock_hands_out_the_same_items(researcher, raters, monkeypatch):
+    """With windows wider than the ranges, the windowed lock locks what the full one does, for
+    any start; with narrow ones, only candidates the full one could lock; and a lone rater is
+    handed every comparison once, the windows falling back to the full ranges at the end."""
+    campaign = _lone_rater_campaign(researcher, raters, judged=20)
+    campaign = rating_campaign(raters[1], campaign.pk)
+    raters_item = queue.next_assignment(raters[1], campaign)  # a started one is locked
+    queue.submit(raters[1], raters_item.key, queue.Submission(1))
+    now = timezone.now()
+    rng = random.Random(5)
+    for _ in range(20):
+        start = rng.randrange(2**candidates.SHUFFLE_KEY_BITS)
+        with transaction.atomic():
+            full = candidates.locked_batch(raters[0], campaign, False, start, [], now)
+        monkeypatch.setattr(candidates, "WINDOW", 1000)
+        with transaction.atomic():
+            wide = candidates.locked_batch(raters[0], campaign, False, start, [], now, (), True)
+        monkeypatch.setattr(candidates, "WINDOW", 2)
+        with transaction.atomic():
+            narrow = candidates.locked_batch(raters[0], campaign, False, start, [], now, (), True)
+        assert [c.pk for c in wide] == [c.pk for c in full]
+        mine = set(
+            Assignment.objects.filter(annotator=raters[0]).values_list("comparison", flat=True)
+        )
+        assert narrow and not {c.pk for c in narrow} & mine
+    monkeypatch.setattr(candidates, "WINDOW", 2)
+    monkeypatch.setattr(queue, "WINDOW_AFTER", 5)
+    handed = []
+    while item := queue.next_assignment(raters[0], rating_campaign(raters[0], campaign.pk)):
+        handed.append(item.comparison_id)
+        queue.submit(raters[0], item.key, queue.Submission(1))
+    judged_before = Assignment.objects.filter(annotator=raters[0]).count() - len(handed)
+    assert len(handed) == len(set(handed)) == 90 - judged_before
