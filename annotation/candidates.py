@@ -9,7 +9,9 @@ so they are those of the locked row version (its judgment count is current), and
 shows (scenario, persona, the two responses) is joined to it. The annotator's own assignments
 are excluded by the unique index (comparison, annotator), one probe per candidate (a scalar
 subquery: as NOT EXISTS, PostgreSQL may turn it into an anti-join that reads every item of the
-annotator's, as it did with statistics from before they started).
+annotator's, as it did with statistics from before they started). The scenario's state (and
+risk level) is probed the same way: as a join, PostgreSQL planned, with statistics from before
+a campaign's first judgments, to read the whole scenario table once per range.
 
 `claim` then hands out the first locked candidate with a free slot in one INSERT … SELECT
 (counting it in the annotator's `HandedTally` in the same statement on PostgreSQL): a
@@ -55,9 +57,10 @@ PERSONA = ("id", "name", "summary")
 RESPONSE = ("id", "text")
 
 _HALF = """SELECT {columns} FROM annotation_comparison c
-    JOIN scenarios_scenario s ON s.id = c.scenario_id
-    WHERE c.campaign_id = %s AND c.is_gold = %s AND s.state = '{approved}' {open_only}
-    AND c.shuffle_key {side} %s {window} {risk_filter} {passed_over}
+    WHERE c.campaign_id = %s AND c.is_gold = %s {open_only}
+    AND c.shuffle_key {side} %s {window} {passed_over}
+    AND (SELECT s.state = '{approved}' {risk_filter} FROM scenarios_scenario s
+        WHERE s.id = c.scenario_id)
     AND (SELECT a.id FROM annotation_assignment a
         WHERE a.comparison_id = c.id AND a.annotator_id = %s) IS NULL {free_slot}
     ORDER BY c.judgment_count {direction}, c.shuffle_key {direction}
@@ -250,7 +253,7 @@ def locked_batch(
             params += [campaign.pk, gold, *count, start]
             if window:
                 params += [campaign.pk, gold, *count, start]
-            params += [*excluded_levels, *passed_over, user.pk, *free_slot]
+            params += [*passed_over, *excluded_levels, user.pk, *free_slot]
     if not gold:
         params += [user.pk, user.pk, campaign.pk, user.pk, campaign.pk]  # _CO_RATING's
     sql = _sql(gold, len(passed_over), len(excluded_levels), levels=len(counts), window=window)

@@ -24,6 +24,9 @@ like with like beside a live Label Studio 1.23.2 in the same run.
 - Flat in the rater's history: raters with 0, 1k, 10k and 100k earlier assignments across 50
   closed campaigns (BENCH_CYCLE_HISTORY), each level BENCH_CYCLE_HISTORY_RATERS raters at once,
   the levels in turn for BENCH_CYCLE_HISTORY_ROUNDS rounds (median).
+- Flat in the rater's history within the campaign: one rater alone in a campaign (k = 3), who
+  already judged 0, 1k or 4k of its comparisons (BENCH_CYCLE_LONE), none of them at k: items
+  their candidate lock passes, which no co-rater takes away.
 
 BENCH_CYCLE_PARTS picks the parts (default "statements,levels,human,history,store").
 """
@@ -52,13 +55,14 @@ def _env_list(name: str, default: str) -> list[str]:
 
 LEVELS = [int(x) for x in _env_list("BENCH_LOAD_LEVELS", "1,10,50")]
 SERVERS = _env_list("BENCH_CYCLE_SERVERS", "sync,gthread")
-PARTS = set(_env_list("BENCH_CYCLE_PARTS", "statements,levels,human,history,store"))
+PARTS = set(_env_list("BENCH_CYCLE_PARTS", "statements,levels,human,history,lone,store"))
 SECONDS = env_int("BENCH_CYCLE_SECONDS", 15)
 HUMAN_SECONDS = env_int("BENCH_HUMAN_SECONDS", 45)
 SCENARIOS = env_int("BENCH_CYCLE_SCENARIOS", 2000)  # × 3 companion pairs = comparisons
 RATER_HISTORY = env_int("BENCH_CYCLE_RATER_HISTORY", 2000)
 HISTORY = [int(x) for x in _env_list("BENCH_CYCLE_HISTORY", "0,1000,10000,100000")]
 HISTORY_RATERS = env_int("BENCH_CYCLE_HISTORY_RATERS", 5)
+LONE = [int(x) for x in _env_list("BENCH_CYCLE_LONE", "0,1000,4000")]
 HISTORY_CAMPAIGNS = 50
 HISTORY_ROUNDS = env_int("BENCH_CYCLE_HISTORY_ROUNDS", 3)
 STATEMENT_CYCLES = 100
@@ -424,6 +428,65 @@ def _history(port: int, meter: CpuMeter, config: str) -> list[dict]:
     return rows
 
 
+_LONE_SQL = """
+WITH judged AS (SELECT id FROM annotation_comparison WHERE campaign_id = %(campaign)s
+    ORDER BY shuffle_key LIMIT %(n)s),
+counted AS (UPDATE annotation_comparison SET judgment_count = 1
+    WHERE id IN (SELECT id FROM judged)),
+assigned AS (INSERT INTO annotation_assignment (key, comparison_id, campaign_id, annotator_id,
+    left_is_a, state, issued_at, lease_expires_at, finished_at, skip_reason)
+    SELECT gen_random_uuid(), id, %(campaign)s, %(user)s, random() < 0.5, 'submitted', now(),
+        now(), now(), '' FROM judged RETURNING id, comparison_id)
+INSERT INTO annotation_judgment (assignment_id, comparison_id, annotator_id, screen_preference,
+    preference, both_unacceptable, ratings, rationale, time_on_task_ms, scenario_hash, reasons,
+    created_at)
+SELECT id, comparison_id, %(user)s, 1, 1, false, '{}', '', 20000, '', '[]', now() FROM assigned
+"""
+_LONE_TALLIES_SQL = """
+INSERT INTO annotation_annotatortally (campaign_id, annotator_id, judged, filled, today)
+VALUES (%(campaign)s, %(user)s, %(n)s, 0, 0)
+"""
+_LONE_HANDED_SQL = """
+INSERT INTO annotation_handedtally (campaign_id, annotator_id, handed, on_full)
+VALUES (%(campaign)s, %(user)s, %(n)s, 0)
+"""
+
+
+def _lone(port: int, meter: CpuMeter, config: str) -> list[dict]:
+    """One rater alone in a fresh campaign who already judged `n` of its comparisons (each
+    then one judgment short of two more), for each n of LONE."""
+    from django.db import connection
+
+    rows, first = [], None
+    log("warm-up: a rater alone, not reported (a server's first seconds cost more)")
+    for i, n in [(-1, 0), *enumerate(LONE)]:
+        users = _raters(1, f"lone{i}-{n}", 0)
+        campaign, tokens = _campaign(users, f"lone{i}-{n}")
+        with connection.cursor() as cursor:
+            values = {"campaign": campaign.pk, "user": users[0].pk, "n": n}
+            if n:
+                cursor.execute(_LONE_SQL, values)
+            cursor.execute(_LONE_TALLIES_SQL, values)
+            cursor.execute(_LONE_HANDED_SQL, values)
+        _analyze()
+        make = lambda cycles, c=campaign: _ours(port, c.pk, max_cycles=cycles)  # noqa: E731
+        level = _measure(make, tokens, meter)
+        level["integrity"] = _integrity(campaign, level["accepted_all"], n)
+        level["integrity"] += f", errors {level['errors']}"
+        if i < 0:
+            continue
+        total = level["server_ms"] + level["pg_ms"]
+        first = first or total
+        rows.append(
+            _cycle_row(
+                f"rating cycle ({config}): a rater alone in the campaign, {n:,} judged there",
+                level,
+                f"×{total / first:.2f} of {LONE[0]:,} (target ≤ 1.20); ",
+            )
+        )
+    return rows
+
+
 # ---------------------------------------------------------------- flat in the store
 
 
@@ -580,6 +643,8 @@ def run() -> list[dict]:
             rows += _store(port, meter, users[:10], config)
         if "history" in PARTS:
             rows += _history(port, meter, config)
+        if "lone" in PARTS:
+            rows += _lone(port, meter, config)
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(20)
