@@ -241,7 +241,6 @@ def locked_batch(
 
     `excluded_levels`: scenario risk levels left out (`care.excluded_levels`); none for a rater
     without opt-outs below the daily cap, whose statement is then the same as without care.
-
     `window` (regular comparisons): each count's range reads at most WINDOW rows (see WINDOW).
     """
     window = window and not gold

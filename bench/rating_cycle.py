@@ -37,6 +37,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from bench import _cycle_sql as sql
 from bench import _label_studio, _pglog
 from bench._common import WORKER_CONFIGS, env_int, free_port, log, percentile, start_gunicorn
 from bench._cycle_meters import (
@@ -160,7 +161,7 @@ def _history_campaigns() -> list[int]:
                 name=f"bench history {i}", owner=source.owner, state=Campaign.State.CLOSED
             )
             with connection.cursor() as cursor:
-                cursor.execute(_COPY_COMPARISONS_SQL, [copy.pk, source.pk, per])
+                cursor.execute(sql.COPY_COMPARISONS_SQL, [copy.pk, source.pk, per])
             _HISTORY_CAMPAIGNS.append(copy.pk)
     return _HISTORY_CAMPAIGNS
 
@@ -173,42 +174,12 @@ def _give_history(users: list[int], history: int) -> None:
     per = history // HISTORY_CAMPAIGNS
     for campaign in _history_campaigns():
         with connection.cursor() as cursor:
-            cursor.execute(_HISTORY_SQL, [campaign, per, users])
-            cursor.execute(_HISTORY_JUDGMENTS_SQL, [campaign, users])
-            cursor.execute(_HISTORY_TALLIES_SQL, [campaign, per, users])
+            cursor.execute(sql.HISTORY_SQL, [campaign, per, users])
+            cursor.execute(sql.HISTORY_JUDGMENTS_SQL, [campaign, users])
+            cursor.execute(sql.HISTORY_TALLIES_SQL, [campaign, per, users])
     with connection.cursor() as cursor:
         cursor.execute("VACUUM ANALYZE annotation_assignment")
         cursor.execute("VACUUM ANALYZE annotation_judgment")
-
-
-_COPY_COMPARISONS_SQL = """
-INSERT INTO annotation_comparison (campaign_id, scenario_id, response_a_id, response_b_id,
-    is_gold, gold_note, judgment_count, shuffle_key, created_at)
-SELECT %s, scenario_id, response_a_id, response_b_id, false, '', 0,
-    (random() * 2147483647)::int, now()
-FROM annotation_comparison WHERE campaign_id = %s ORDER BY id LIMIT %s
-"""
-_HISTORY_SQL = """
-INSERT INTO annotation_assignment (key, comparison_id, campaign_id, annotator_id, left_is_a,
-    state, issued_at, lease_expires_at, finished_at, skip_reason)
-SELECT gen_random_uuid(), c.id, c.campaign_id, u, random() < 0.5, 'submitted', now(), now(),
-    now(), ''
-FROM (SELECT id, campaign_id FROM annotation_comparison WHERE campaign_id = %s ORDER BY id
-    LIMIT %s) c
-CROSS JOIN unnest(%s::bigint[]) AS u
-"""
-_HISTORY_JUDGMENTS_SQL = """
-INSERT INTO annotation_judgment (assignment_id, comparison_id, annotator_id, screen_preference,
-    preference, both_unacceptable, ratings, rationale, time_on_task_ms, scenario_hash,
-    reasons, created_at)
-SELECT a.id, a.comparison_id, a.annotator_id, 1, 1, false, '{}', '', 20000, '', '[]', now()
-FROM annotation_assignment a JOIN annotation_comparison c ON c.id = a.comparison_id
-WHERE c.campaign_id = %s AND a.annotator_id = ANY(%s)
-"""
-_HISTORY_TALLIES_SQL = """
-INSERT INTO annotation_annotatortally (campaign_id, annotator_id, judged, filled, today)
-SELECT %s, u, %s, 0, 0 FROM unnest(%s::bigint[]) AS u
-"""
 
 
 # ---------------------------------------------------------------- one level
@@ -428,30 +399,6 @@ def _history(port: int, meter: CpuMeter, config: str) -> list[dict]:
     return rows
 
 
-_LONE_SQL = """
-WITH judged AS (SELECT id FROM annotation_comparison WHERE campaign_id = %(campaign)s
-    ORDER BY shuffle_key LIMIT %(n)s),
-counted AS (UPDATE annotation_comparison SET judgment_count = 1
-    WHERE id IN (SELECT id FROM judged)),
-assigned AS (INSERT INTO annotation_assignment (key, comparison_id, campaign_id, annotator_id,
-    left_is_a, state, issued_at, lease_expires_at, finished_at, skip_reason)
-    SELECT gen_random_uuid(), id, %(campaign)s, %(user)s, random() < 0.5, 'submitted', now(),
-        now(), now(), '' FROM judged RETURNING id, comparison_id)
-INSERT INTO annotation_judgment (assignment_id, comparison_id, annotator_id, screen_preference,
-    preference, both_unacceptable, ratings, rationale, time_on_task_ms, scenario_hash, reasons,
-    created_at)
-SELECT id, comparison_id, %(user)s, 1, 1, false, '{}', '', 20000, '', '[]', now() FROM assigned
-"""
-_LONE_TALLIES_SQL = """
-INSERT INTO annotation_annotatortally (campaign_id, annotator_id, judged, filled, today)
-VALUES (%(campaign)s, %(user)s, %(n)s, 0, 0)
-"""
-_LONE_HANDED_SQL = """
-INSERT INTO annotation_handedtally (campaign_id, annotator_id, handed, on_full)
-VALUES (%(campaign)s, %(user)s, %(n)s, 0)
-"""
-
-
 def _lone(port: int, meter: CpuMeter, config: str) -> list[dict]:
     """One rater alone in a fresh campaign who already judged `n` of its comparisons (each
     then one judgment short of two more), for each n of LONE."""
@@ -465,9 +412,9 @@ def _lone(port: int, meter: CpuMeter, config: str) -> list[dict]:
         with connection.cursor() as cursor:
             values = {"campaign": campaign.pk, "user": users[0].pk, "n": n}
             if n:
-                cursor.execute(_LONE_SQL, values)
-            cursor.execute(_LONE_TALLIES_SQL, values)
-            cursor.execute(_LONE_HANDED_SQL, values)
+                cursor.execute(sql.LONE_SQL, values)
+            cursor.execute(sql.LONE_TALLIES_SQL, values)
+            cursor.execute(sql.LONE_HANDED_SQL, values)
         _analyze()
         make = lambda cycles, c=campaign: _ours(port, c.pk, max_cycles=cycles)  # noqa: E731
         level = _measure(make, tokens, meter)
@@ -517,37 +464,11 @@ def _fill(n: int, source, tag: str) -> int:
         )
         limit = min(per_campaign, n - i * per_campaign)
         with connection.cursor() as cursor:
-            cursor.execute(_FILL_SQL, [copy.pk, len(users), source.pk, users, limit])
-            cursor.execute(_JUDGE_SQL, [copy.pk])
+            cursor.execute(sql.FILL_SQL, [copy.pk, len(users), source.pk, users, limit])
+            cursor.execute(sql.JUDGE_SQL, [copy.pk])
     with connection.cursor() as cursor:
         cursor.execute("VACUUM ANALYZE")
     return Judgment.objects.count()
-
-
-_FILL_SQL = """
-WITH comparisons AS (
-    INSERT INTO annotation_comparison (campaign_id, scenario_id, response_a_id, response_b_id,
-        is_gold, gold_note, judgment_count, shuffle_key, created_at)
-    SELECT %s, scenario_id, response_a_id, response_b_id, false, '', %s,
-        (random() * 2147483647)::int, now()
-    FROM annotation_comparison WHERE campaign_id = %s
-    RETURNING id, campaign_id
-)
-INSERT INTO annotation_assignment (key, comparison_id, campaign_id, annotator_id, left_is_a,
-    state, issued_at, lease_expires_at, finished_at, skip_reason)
-SELECT gen_random_uuid(), c.id, c.campaign_id, u, random() < 0.5, 'submitted', now(), now(),
-    now(), ''
-FROM comparisons c CROSS JOIN unnest(%s::bigint[]) AS u
-LIMIT %s
-"""
-_JUDGE_SQL = """
-INSERT INTO annotation_judgment (assignment_id, comparison_id, annotator_id, screen_preference,
-    preference, both_unacceptable, ratings, rationale, time_on_task_ms, scenario_hash,
-    reasons, created_at)
-SELECT a.id, a.comparison_id, a.annotator_id, 1, 1, false, '{}', '', 20000, '', '[]', now()
-FROM annotation_assignment a JOIN annotation_comparison c ON c.id = a.comparison_id
-WHERE c.campaign_id = %s
-"""
 
 
 def _store(port: int, meter: CpuMeter, users: list, config: str) -> list[dict]:
