@@ -9,9 +9,10 @@ so they are those of the locked row version (its judgment count is current), and
 shows (scenario, persona, the two responses) is joined to it. The annotator's own assignments
 are excluded by the unique index (comparison, annotator), one probe per candidate (a scalar
 subquery: as NOT EXISTS, PostgreSQL may turn it into an anti-join that reads every item of the
-annotator's, as it did with statistics from before they started). The scenario's state (and
-risk level) is probed the same way: as a join, PostgreSQL planned, with statistics from before
-a campaign's first judgments, to read the whole scenario table once per range.
+annotator's, as it did with statistics from before they started). The probe is a count below 1,
+not IS NULL: PostgreSQL estimates IS NULL on a subquery to keep 0.5% of the rows, and with that
+estimate it planned each range as a bitmap scan of all its rows and a sort, not an index scan
+that stops at the first rows (30 ms a lock with a million judgments stored elsewhere).
 
 `claim` then hands out the first locked candidate with a free slot in one INSERT … SELECT
 (counting it in the annotator's `HandedTally` in the same statement on PostgreSQL): a
@@ -57,12 +58,11 @@ PERSONA = ("id", "name", "summary")
 RESPONSE = ("id", "text")
 
 _HALF = """SELECT {columns} FROM annotation_comparison c
-    WHERE c.campaign_id = %s AND c.is_gold = %s {open_only}
-    AND c.shuffle_key {side} %s {window} {passed_over}
-    AND (SELECT s.state = '{approved}' {risk_filter} FROM scenarios_scenario s
-        WHERE s.id = c.scenario_id)
-    AND (SELECT a.id FROM annotation_assignment a
-        WHERE a.comparison_id = c.id AND a.annotator_id = %s) IS NULL {free_slot}
+    JOIN scenarios_scenario s ON s.id = c.scenario_id
+    WHERE c.campaign_id = %s AND c.is_gold = %s AND s.state = '{approved}' {open_only}
+    AND c.shuffle_key {side} %s {window} {passed_over} {risk_filter}
+    AND (SELECT COUNT(*) FROM annotation_assignment a
+        WHERE a.comparison_id = c.id AND a.annotator_id = %s) < 1 {free_slot}
     ORDER BY c.judgment_count {direction}, c.shuffle_key {direction}
     LIMIT {limit} {lock}"""
 

@@ -476,11 +476,11 @@ def _store(port: int, meter: CpuMeter, users: list, config: str) -> list[dict]:
     campaigns, each level in a fresh campaign of the same size."""
     from annotation.models import Campaign, Judgment
 
-    source = Campaign.objects.filter(name__startswith="bench load").order_by("pk").first()
     rows, totals = [], []
     for added in (0, FILLED):
-        if added:
+        if added:  # copies of the first bench campaign (the one of the level before, at least)
             log(f"adding {added:,} judgments in other campaigns")
+            source = Campaign.objects.filter(name__startswith="bench load").order_by("pk").first()
         stored = _fill(added, source, f"{added}") if added else Judgment.objects.count()
         level = _our_level(port, meter, users, f"flat{added}")
         totals.append(level["server_ms"] + level["pg_ms"])
