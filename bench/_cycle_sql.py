@@ -19,14 +19,17 @@ FROM (SELECT id, campaign_id FROM annotation_comparison WHERE campaign_id = %s O
 CROSS JOIN unnest(%s::bigint[]) AS u
 """
 
-HISTORY_JUDGMENTS_SQL = """
+# A judgment (preference 1) for every assignment of a campaign (%s)
+JUDGE_SQL = """
 INSERT INTO annotation_judgment (assignment_id, comparison_id, annotator_id, screen_preference,
     preference, both_unacceptable, ratings, rationale, time_on_task_ms, scenario_hash,
     reasons, created_at)
 SELECT a.id, a.comparison_id, a.annotator_id, 1, 1, false, '{}', '', 20000, '', '[]', now()
 FROM annotation_assignment a JOIN annotation_comparison c ON c.id = a.comparison_id
-WHERE c.campaign_id = %s AND a.annotator_id = ANY(%s)
+WHERE c.campaign_id = %s
 """
+# … of those annotators (%s) only
+HISTORY_JUDGMENTS_SQL = JUDGE_SQL.rstrip() + " AND a.annotator_id = ANY(%s)\n"
 
 HISTORY_TALLIES_SQL = """
 INSERT INTO annotation_annotatortally (campaign_id, annotator_id, judged, filled, today)
@@ -73,13 +76,4 @@ SELECT gen_random_uuid(), c.id, c.campaign_id, u, random() < 0.5, 'submitted', n
     now(), ''
 FROM comparisons c CROSS JOIN unnest(%s::bigint[]) AS u
 LIMIT %s
-"""
-
-JUDGE_SQL = """
-INSERT INTO annotation_judgment (assignment_id, comparison_id, annotator_id, screen_preference,
-    preference, both_unacceptable, ratings, rationale, time_on_task_ms, scenario_hash,
-    reasons, created_at)
-SELECT a.id, a.comparison_id, a.annotator_id, 1, 1, false, '{}', '', 20000, '', '[]', now()
-FROM annotation_assignment a JOIN annotation_comparison c ON c.id = a.comparison_id
-WHERE c.campaign_id = %s
 """
