@@ -22,7 +22,7 @@ from h2htalk.display import subtask_label
 from h2htalk.models import Job
 from scenarios.taxonomy import Subtask
 
-from . import care
+from . import care, progress
 from .access import managed_campaigns
 from .campaign_forms import GoldForm, annotator_choices, member_choices
 from .models import RATING_DIMENSIONS, Campaign, Comparison, Judgment
@@ -58,6 +58,8 @@ def save_campaign(form, user) -> tuple[Campaign, Job | None]:
     rebuild = form.needs_build
     with transaction.atomic():
         campaign = form.save()
+        if "overlap" in form.changed_data:  # which items are on full comparisons changed
+            progress.recount(campaign)
         job = queue_build(campaign, user, reset=True) if rebuild else None
     return campaign, job
 

@@ -45,8 +45,10 @@ def recount_back(campaign: Campaign, user_ids) -> None:
 
 def lock_campaign(campaign: Campaign) -> None:
     """Lock the campaign row until the transaction ends: exclusions of a campaign and its
-    progress recounts happen one at a time."""
-    list(Campaign.objects.select_for_update().filter(pk=campaign.pk).values_list("pk"))
+    progress recounts happen one at a time. FOR NO KEY UPDATE, not FOR UPDATE: hand-outs
+    and answers committing meanwhile check their rows' foreign keys against the campaign row
+    (KEY SHARE), and must not wait for an exclusion."""
+    list(Campaign.objects.select_for_update(no_key=True).filter(pk=campaign.pk).values_list("pk"))
 
 
 def _shift(campaign: Campaign, user_ids, sign: int) -> None:

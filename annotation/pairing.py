@@ -199,7 +199,7 @@ def adaptive_top_up(campaign: Campaign, user, batch: int | None = None) -> int:
     from h2htalk.stats import active_sampling
 
     with transaction.atomic():
-        campaign = Campaign.objects.select_for_update().get(pk=campaign.pk)
+        campaign = Campaign.objects.select_for_update(no_key=True).get(pk=campaign.pk)
         seen = Assignment.objects.filter(campaign=campaign, annotator=user)
         still_open = campaign.comparisons.filter(
             is_gold=False, judgment_count__lt=campaign.overlap

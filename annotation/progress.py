@@ -37,6 +37,7 @@ from django.utils import timezone
 
 from scenarios.models import Scenario
 
+from .counting import lock_campaign
 from .models import AnnotatorTally, Campaign, Comparison
 
 APPROVED = Scenario.State.APPROVED.value
@@ -59,13 +60,35 @@ def recount_later(campaign: Campaign) -> None:
     campaign.counted_overlap = None
 
 
-def _recount(campaign: Campaign) -> None:
-    """Count again, the campaign row locked first (in a statement of its own): an exclusion
-    recounting at the same time holds it, so this count starts after that one committed and
-    sees its judgment counts (counted in one statement, a wait for the row would leave it
-    with the figures from before)."""
+def _count_base(campaign: Campaign) -> bool:
+    """Count the progress base again (comparisons were added or removed, or k changed), the
+    campaign row taken first, in a statement of its own: an exclusion recounting at the same
+    time holds it, so this count starts after that one committed and sees its judgment counts.
+    Returns whether the stored base is current.
+
+    Run by rating requests, which may hold items and tally rows by now: they never wait for
+    the row (raters arriving at once on a new campaign all find its base to be counted, and a
+    transaction holding the row may wait for their rows). The first counts; while it holds
+    the row the others count nothing (False), and one that finds it counted counts nothing.
+    The handed tallies need no recount here: new comparisons were handed to no one, and on
+    comparisons without judgments none is on a full one, whatever k (removing comparisons
+    recounts them, `recount_locked`)."""
     with transaction.atomic():
-        list(Campaign.objects.select_for_update().filter(pk=campaign.pk).values_list("pk"))
+        locked = Campaign.objects.filter(pk=campaign.pk)
+        locked = locked.select_for_update(no_key=True, skip_locked=True)
+        counted = list(locked.values_list("counted_overlap", flat=True))
+        if counted and counted[0] != campaign.overlap:
+            k = campaign.overlap
+            Campaign.objects.filter(pk=campaign.pk).update(**_base_totals(k), counted_overlap=k)
+    return bool(counted)
+
+
+def recount(campaign: Campaign) -> None:
+    """Count the base and the handed tallies again now, after k changed or comparisons were
+    removed, in a researcher's or a task's transaction (one that holds no rating rows: the
+    recount waits for theirs)."""
+    with transaction.atomic():
+        lock_campaign(campaign)
         recount_locked(campaign)
 
 
@@ -74,22 +97,31 @@ def recount_locked(campaign: Campaign) -> None:
     judgment filling a comparison is in both or in neither. The caller holds the campaign
     row. The handed tallies follow from the rows in statements of their own (a hand-out or a
     fill made meanwhile waits for the rows, or counts itself on the new ones)."""
-    here = OuterRef("pk")
     k = campaign.overlap
-    comparisons = Comparison.objects.filter(campaign=here).values("campaign")
-    tallies = AnnotatorTally.objects.filter(campaign=here).values("campaign")
-    Campaign.objects.filter(pk=campaign.pk).update(
-        comparison_total=_total(comparisons, Count("pk")),
-        open_base=_total(comparisons.filter(judgment_count__lt=k), Count("pk"))
-        + _total(tallies, Sum("filled")),
-        counted_overlap=k,
-    )
+    Campaign.objects.filter(pk=campaign.pk).update(**_base_totals(k), counted_overlap=k)
     campaign.counted_overlap = k
     with connection.cursor() as cursor:
-        cursor.execute("DELETE FROM annotation_handedtally WHERE campaign_id = %s", [campaign.pk])
+        cursor.execute(_DELETE_HANDED, [campaign.pk])
         cursor.execute(_RECOUNT_HANDED, [k, campaign.pk])
 
 
+def _base_totals(k: int) -> dict:
+    """The stored progress base of a campaign (the query's row) at overlap k, as expressions."""
+    here = OuterRef("pk")
+    comparisons = Comparison.objects.filter(campaign=here).values("campaign")
+    tallies = AnnotatorTally.objects.filter(campaign=here).values("campaign")
+    return {
+        "comparison_total": _total(comparisons, Count("pk")),
+        "open_base": _total(comparisons.filter(judgment_count__lt=k), Count("pk"))
+        + _total(tallies, Sum("filled")),
+    }
+
+
+# Rows taken in annotator order, as a hand-out (one row) and a judgment filling a comparison
+# (its raters' rows, `recording._COUNT_FULL`) take them: taken in the table's order, the
+# recount and such a judgment each held a row the other waited for.
+_DELETE_HANDED = """DELETE FROM annotation_handedtally WHERE id IN (SELECT id
+    FROM annotation_handedtally WHERE campaign_id = %s ORDER BY annotator_id FOR UPDATE)"""
 # Each annotator's items in the campaign and those on comparisons at k (`HandedTally`).
 _RECOUNT_HANDED = """INSERT INTO annotation_handedtally (campaign_id, annotator_id, handed, on_full)
     SELECT a.campaign_id, a.annotator_id, COUNT(*),
@@ -186,8 +218,16 @@ def progress_for(user, campaign: Campaign) -> AnnotatorProgress:
     """The counts as the campaign was read with `progress_counts` (plus what this request
     changed since: `count_hand_out`, `count_judgment`), or as read now."""
     if campaign.counted_overlap != campaign.overlap:
-        _recount(campaign)
-        campaign = Campaign.objects.annotate(**progress_counts(user)).get(pk=campaign.pk)
+        counted = _count_base(campaign)
+        read = Campaign.objects.annotate(**progress_counts(user))
+        if not counted:  # being counted by another request: the base from the rows
+            base = _base_totals(campaign.overlap)
+            read = read.annotate(**{f"now_{name}": total for name, total in base.items()})
+        campaign = read.get(pk=campaign.pk)
+        if not counted:
+            campaign.comparison_total, campaign.open_base = (
+                getattr(campaign, f"now_{name}") for name in base
+            )
     elif not hasattr(campaign, "progress"):
         campaign = Campaign.objects.annotate(**progress_counts(user)).get(pk=campaign.pk)
     n = _counts(campaign)

@@ -9,7 +9,7 @@ from h2htalk.models import Job, State
 
 from .models import Campaign, Comparison
 from .pairing import available_responses, build_comparisons, choose_pairs
-from .progress import recount_later
+from .progress import recount
 
 BUILD_KIND = "campaign_build"
 STEPS = 3
@@ -59,7 +59,7 @@ def prune_comparisons(campaign: Campaign) -> int:
             removed += (
                 Comparison.objects.filter(pk__in=locked).delete()[1].get(Comparison._meta.label, 0)
             )
-    recount_later(campaign)
+    recount(campaign)  # their items went with them
     return removed
 
 

@@ -9,7 +9,8 @@ import pytest
 from django.db import connection, connections, transaction
 from django.utils import timezone
 
-from annotation import queue
+from annotation import progress, queue
+from annotation.counting import lock_campaign
 from annotation.models import Assignment, Campaign, Comparison, Judgment
 from annotation.progress import progress_for
 from annotation.rating_reads import rating_campaign
@@ -209,3 +210,66 @@ def test_a_request_waits_out_rows_others_hold_and_keeps_k(researcher, roles, dja
     queue.submit(raters[0], item.key, queue.Submission(1))
     for comparison in Comparison.objects.filter(campaign=campaign):
         assert comparison.judgment_count == comparison.judgments.count() <= 1
+
+
+def test_changing_k_counts_again_which_items_are_on_full_comparisons(
+    campaign, raters, researcher_client
+):
+    """Raising k after comparisons filled makes them open again: each rater's items on them
+    count as held below k again, and "left for me" follows at once."""
+    for user in raters[:2]:
+        rate_everything(user, campaign)
+    assert Comparison.objects.filter(campaign=campaign, judgment_count=2).exists()
+    response = researcher_client.patch(
+        f"/api/campaigns/{campaign.pk}/", {"overlap": 3}, content_type="application/json"
+    )
+    assert response.status_code == 200, response.json()
+    campaign.refresh_from_db()
+    for user in raters:
+        recounted(user, campaign)
+    rated = rating_campaign(raters[2], campaign.pk)
+    assert queue.next_assignment(raters[2], rated) is not None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_progress_is_read_from_the_rows_while_another_request_counts_it(
+    researcher, roles, django_user_model
+):
+    """A rating request finding the campaign to be counted while another request holds its
+    row does not wait: it reads the base from the rows, the same as counted."""
+    if connection.vendor != "postgresql":
+        pytest.skip("row locks are what is tested: run with DATABASE_URL=postgres")
+    raters = factories.annotators(django_user_model, 2, prefix="base")
+    campaign = factories.campaign(researcher, raters, n_scenarios=3, overlap=2)
+    rate_everything(raters[0], campaign)
+    expected = recounted(raters[1], campaign)
+    progress.recount_later(campaign)
+    holding, go = threading.Event(), threading.Event()
+
+    def hold():
+        try:
+            with transaction.atomic():
+                lock_campaign(campaign)
+                holding.set()
+                go.wait(10)
+        finally:
+            connections.close_all()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert holding.wait(10)
+        with transaction.atomic():
+            read = rating_campaign(raters[1], campaign.pk)
+            assert progress_for(raters[1], read) == expected
+        assert Campaign.objects.get(pk=campaign.pk).counted_overlap is None  # not counted
+    finally:
+        go.set()
+        holder.join(10)
+    assert progress_for(raters[1], Campaign.objects.get(pk=campaign.pk)) == expected
+    assert Campaign.objects.get(pk=campaign.pk).counted_overlap == 2  # counted now
+
+
+def rate_everything(user, campaign) -> None:
+    while (item := queue.next_assignment(user, rating_campaign(user, campaign.pk))) is not None:
+        queue.submit(user, item.key, queue.Submission(1))

@@ -11,6 +11,7 @@ import random
 from contextlib import contextmanager
 
 import pytest
+from rest_framework.test import APIClient
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -209,7 +210,10 @@ def test_progress_within_a_long_campaign_equals_a_recount_through_every_change(r
     exclusions.exclude(campaign, [raters[1]], "test")
     act(4)
     exclusions.clear(campaign, [raters[1]])
-    Campaign.objects.filter(pk=campaign.pk).update(overlap=3)
+    editor = APIClient()
+    editor.force_authenticate(researcher)
+    raised = editor.patch(f"/api/campaigns/{campaign.pk}/", {"overlap": 3}, format="json")
+    assert raised.status_code == 200, raised.json()
     campaign.refresh_from_db()
     act(6)
     assert Assignment.objects.filter(annotator=raters[0], campaign=campaign).count() >= 6
