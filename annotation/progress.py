@@ -101,7 +101,8 @@ def recount_locked(campaign: Campaign) -> None:
     Campaign.objects.filter(pk=campaign.pk).update(**_base_totals(k), counted_overlap=k)
     campaign.counted_overlap = k
     with connection.cursor() as cursor:
-        cursor.execute(_DELETE_HANDED, [campaign.pk])
+        lock = "FOR UPDATE" if connection.features.has_select_for_update else ""
+        cursor.execute(_DELETE_HANDED.format(lock=lock), [campaign.pk])
         cursor.execute(_RECOUNT_HANDED, [k, campaign.pk])
 
 
@@ -121,7 +122,7 @@ def _base_totals(k: int) -> dict:
 # (its raters' rows, `recording._COUNT_FULL`) take them: taken in the table's order, the
 # recount and such a judgment each held a row the other waited for.
 _DELETE_HANDED = """DELETE FROM annotation_handedtally WHERE id IN (SELECT id
-    FROM annotation_handedtally WHERE campaign_id = %s ORDER BY annotator_id FOR UPDATE)"""
+    FROM annotation_handedtally WHERE campaign_id = %s ORDER BY annotator_id {lock})"""
 # Each annotator's items in the campaign and those on comparisons at k (`HandedTally`).
 _RECOUNT_HANDED = """INSERT INTO annotation_handedtally (campaign_id, annotator_id, handed, on_full)
     SELECT a.campaign_id, a.annotator_id, COUNT(*),
