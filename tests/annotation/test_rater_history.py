@@ -11,9 +11,9 @@ import random
 from contextlib import contextmanager
 
 import pytest
-from rest_framework.test import APIClient
 from django.db import connection, transaction
 from django.utils import timezone
+from rest_framework.test import APIClient
 
 from annotation import candidates, queue
 from annotation.models import Assignment, Campaign
