@@ -379,9 +379,10 @@ class HandedTally(models.Model):
     comparison has reached k counted judgments). Counted up as items are handed out
     (`candidates.claim`) and as comparisons fill (`recording.store`: every holder of the
     comparison, rows taken in annotator order); counted again from the rows, in annotator order,
-    when k changes, comparisons are removed or annotators excluded (`progress.recount_locked`). A table of its own, not the `AnnotatorTally`: a
-    submission that fills a comparison writes its co-raters' rows, and writing their tallies,
-    which their own submissions hold, could deadlock."""
+    when k changes, comparisons are removed or annotators excluded (`progress.recount_locked`).
+    A table of its own, not the `AnnotatorTally`: a submission that fills a comparison writes
+    its co-raters' rows, and writing their tallies, which their own submissions hold, could
+    deadlock."""
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="+")
     annotator = models.ForeignKey(
