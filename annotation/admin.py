@@ -6,6 +6,7 @@ from django.contrib import admin
 from h2htalk.admin import ReadOnlyAdmin
 
 from .models import AnnotatorExclusion, Assignment, Campaign, Comparison, Judgment
+from .study.models import Participant, StudyLink
 
 
 @admin.register(Campaign)
@@ -40,3 +41,19 @@ class JudgmentAdmin(ReadOnlyAdmin):
 class AnnotatorExclusionAdmin(ReadOnlyAdmin):
     list_display = ("campaign", "annotator", "reason", "created_by", "created_at")
     list_select_related = ("campaign", "annotator", "created_by")
+
+
+@admin.register(StudyLink)
+class StudyLinkAdmin(ReadOnlyAdmin):
+    list_display = ("campaign", "platform", "is_open", "quota", "created_at", "rotated_at")
+    list_filter = ("platform", "is_open")
+    list_select_related = ("campaign",)
+
+
+@admin.register(Participant)
+class ParticipantAdmin(ReadOnlyAdmin):
+    list_display = ("participant_id", "campaign", "user", "joined_at", "finished_at")
+    list_display += ("finish_reason",)
+    list_filter = ("finish_reason",)
+    list_select_related = ("campaign", "user")
+    search_fields = ("participant_id", "study_id", "session_id")

@@ -14,6 +14,8 @@ MAIN_MODELS = {
     "annotation.Comparison",
     "annotation.Assignment",
     "annotation.Judgment",
+    "annotation.StudyLink",
+    "annotation.Participant",
     "scenarios.Persona",
     "scenarios.Scenario",
     "scenarios.CompanionModel",
