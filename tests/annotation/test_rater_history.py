@@ -137,22 +137,29 @@ def _assignment_rows_read(sql: str, params: list) -> int:
 
 def test_the_campaign_and_item_reads_visit_none_of_the_raters_rows_elsewhere(with_history, raters):
     """PostgreSQL: the statements next and submit read with (the campaign with the progress
-    counts and the held item; the item answered with the same) read no assignment row of the
-    rater's history elsewhere: none before their first item here, then only their rows here."""
+    counts and the held item; the item answered with the same) read none of the rater's
+    answered items elsewhere: before their first item here at most the items they hold open
+    elsewhere (one per open campaign at most: whether they hold one here may be probed by the
+    index (annotator, state), which the planner takes about as often as (campaign, annotator,
+    state) on tables this small: 4 runs in 21 under xdist), then also their rows here."""
     if connection.vendor != "postgresql":
         pytest.skip("EXPLAIN ANALYZE's row counts are PostgreSQL's: run with DATABASE_URL")
     rater = raters[0]
+    mine = Assignment.objects.filter(annotator=rater)
+    held_elsewhere = mine.filter(state=Assignment.State.OPEN).count()
+    assert held_elsewhere == 2 and mine.count() >= 8 + held_elsewhere  # and 8 answered
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
-    assert _assignment_rows_read(*campaign_statement(rater, with_history.pk)) == 0
+    assert _assignment_rows_read(*campaign_statement(rater, with_history.pk)) <= held_elsewhere
     for _ in range(2):
         item = queue.next_assignment(rater, rating_campaign(rater, with_history.pk))
         queue.submit(rater, item.key, queue.Submission(1))
-    mine_here = Assignment.objects.filter(annotator=rater, campaign=with_history).count()
+    mine_here = mine.filter(campaign=with_history).count()
     assert mine_here == 2
-    assert _assignment_rows_read(*campaign_statement(rater, with_history.pk)) <= 2 * mine_here
+    read_campaign = campaign_statement(rater, with_history.pk)
+    assert _assignment_rows_read(*read_campaign) <= 2 * mine_here + held_elsewhere
     read_item = assignment_statement(rater, item.key)
-    assert _assignment_rows_read(*read_item) <= 2 * mine_here + 1  # and the item itself
+    assert _assignment_rows_read(*read_item) <= 2 * mine_here + 1 + held_elsewhere  # the item
 
 
 def test_progress_within_a_long_campaign_equals_a_recount_through_every_change(researcher, raters):
