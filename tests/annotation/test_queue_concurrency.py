@@ -7,10 +7,11 @@ import pytest
 from django.db import connection, connections, transaction
 from rest_framework.test import APIClient
 
-from annotation import counting, progress, queue
+from annotation import progress, queue
 from annotation.models import Assignment, Comparison, Judgment
 from annotation.rating_reads import rating_campaign
 from tests.annotation import factories
+from tests.annotation.locks import campaign_row_held
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -79,19 +80,7 @@ def test_a_held_campaign_lock_lets_hand_outs_commit(researcher, roles, django_us
     meanwhile (its rows' foreign keys check the campaign row) does not wait for it."""
     rater = factories.annotators(django_user_model, 1, prefix="held")[0]
     campaign = factories.campaign(researcher, [rater], n_scenarios=2)
-    holding, go = threading.Event(), threading.Event()
     errors: list[BaseException] = []
-
-    def hold():
-        try:
-            with transaction.atomic():
-                counting.lock_campaign(campaign)
-                holding.set()
-                go.wait(10)
-        except BaseException as error:
-            errors.append(error)
-        finally:
-            connections.close_all()
 
     def hand_out():
         try:
@@ -102,15 +91,11 @@ def test_a_held_campaign_lock_lets_hand_outs_commit(researcher, roles, django_us
         finally:
             connections.close_all()
 
-    holder = threading.Thread(target=hold)
-    holder.start()
-    assert holding.wait(10)
     taker = threading.Thread(target=hand_out)
-    taker.start()
-    taker.join(5)
-    committed_while_held = not taker.is_alive()
-    go.set()
-    holder.join(10)
+    with campaign_row_held(campaign):
+        taker.start()
+        taker.join(5)
+        committed_while_held = not taker.is_alive()
     taker.join(10)
     assert not errors, errors
     assert committed_while_held, "the hand-out waited for the campaign lock"

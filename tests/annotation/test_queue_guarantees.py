@@ -10,12 +10,12 @@ from django.db import connection, connections, transaction
 from django.utils import timezone
 
 from annotation import progress, queue
-from annotation.counting import lock_campaign
 from annotation.models import Assignment, Campaign, Comparison, Judgment
 from annotation.progress import progress_for
 from annotation.rating_reads import rating_campaign
 from scenarios.models import Scenario
 from tests.annotation import factories
+from tests.annotation.locks import campaign_row_held
 
 
 @pytest.fixture
@@ -244,28 +244,11 @@ def test_progress_is_read_from_the_rows_while_another_request_counts_it(
     rate_everything(raters[0], campaign)
     expected = recounted(raters[1], campaign)
     progress.recount_later(campaign)
-    holding, go = threading.Event(), threading.Event()
-
-    def hold():
-        try:
-            with transaction.atomic():
-                lock_campaign(campaign)
-                holding.set()
-                go.wait(10)
-        finally:
-            connections.close_all()
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    try:
-        assert holding.wait(10)
+    with campaign_row_held(campaign):
         with transaction.atomic():
             read = rating_campaign(raters[1], campaign.pk)
             assert progress_for(raters[1], read) == expected
         assert Campaign.objects.get(pk=campaign.pk).counted_overlap is None  # not counted
-    finally:
-        go.set()
-        holder.join(10)
     assert progress_for(raters[1], Campaign.objects.get(pk=campaign.pk)) == expected
     assert Campaign.objects.get(pk=campaign.pk).counted_overlap == 2  # counted now
 
