@@ -78,8 +78,7 @@ def _count_base(campaign: Campaign) -> bool:
         locked = locked.select_for_update(no_key=True, skip_locked=True)
         counted = list(locked.values_list("counted_overlap", flat=True))
         if counted and counted[0] != campaign.overlap:
-            k = campaign.overlap
-            Campaign.objects.filter(pk=campaign.pk).update(**_base_totals(k), counted_overlap=k)
+            _store_base(campaign)
     return bool(counted)
 
 
@@ -97,13 +96,19 @@ def recount_locked(campaign: Campaign) -> None:
     judgment filling a comparison is in both or in neither. The caller holds the campaign
     row. The handed tallies follow from the rows in statements of their own (a hand-out or a
     fill made meanwhile waits for the rows, or counts itself on the new ones)."""
+    _store_base(campaign)
     k = campaign.overlap
-    Campaign.objects.filter(pk=campaign.pk).update(**_base_totals(k), counted_overlap=k)
-    campaign.counted_overlap = k
     with connection.cursor() as cursor:
         lock = "FOR UPDATE" if connection.features.has_select_for_update else ""
         cursor.execute(_DELETE_HANDED.format(lock=lock), [campaign.pk])
         cursor.execute(_RECOUNT_HANDED, [k, campaign.pk])
+
+
+def _store_base(campaign: Campaign) -> None:
+    """The campaign's progress base counted from the rows and stored, at its k."""
+    k = campaign.overlap
+    Campaign.objects.filter(pk=campaign.pk).update(**_base_totals(k), counted_overlap=k)
+    campaign.counted_overlap = k
 
 
 def _base_totals(k: int) -> dict:
