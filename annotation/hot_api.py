@@ -11,8 +11,9 @@ negotiation, no browsable page. `HotRatingApi` (WSGI, in `h2htalk/wsgi.py`) answ
 itself when the request has `Authorization: Token <key>`, no session cookie, no query string,
 an Accept header the JSON renderer answers as is (none, `*/*`, `application/json`) and, to
 submit, an `application/json` body. It runs the views' own steps (`annotation.api`): the same
-token statement, role check, reads, queue calls, serializers, JSON renderer and headers, in one
-transaction. Every other request, and every answer other than these (401, 403, 404, 409, 400,
+role check, reads, queue calls, serializers, JSON renderer and headers, in one transaction,
+with the token read beside the campaign (next) or the item (submit) in one statement
+(`rating_reads.beside_token`) rather than before it. Every other request, and every answer other than these (401, 403, 404, 409, 400,
 a database error), goes to the whole application after the attempt was rolled back, so those
 answers are the application's own. `tests/annotation/test_hot_api.py` checks that the answers
 match the whole application's, byte for byte and header for header.
@@ -23,7 +24,7 @@ import re
 
 from django.conf import settings
 from django.core import signals
-from django.db import transaction
+from django.db import connection, transaction
 from django.http.cookie import parse_cookie
 from django.utils import translation
 from rest_framework.renderers import JSONRenderer
@@ -91,8 +92,6 @@ def _route(environ):
 
 def _answer(route, environ):
     """(status, headers, body), or None for the whole application (nothing kept)."""
-    from h2htalk.roles import ANNOTATOR, RolesTokenAuthentication, has_role
-
     view, argument = route
     parts = environ["HTTP_AUTHORIZATION"].encode("iso-8859-1").split()  # as DRF reads it
     if len(parts) != 2 or parts[0].lower() != b"token":
@@ -110,10 +109,7 @@ def _answer(route, environ):
     translation.activate(language)
     try:
         with transaction.atomic():
-            user, _ = RolesTokenAuthentication().authenticate_credentials(key)
-            if not has_role(user, ANNOTATOR):
-                raise _Fallback
-            status, data = view(user, argument, body)
+            status, data = view(key, argument, body)
         return _response(view.__name__.strip("_"), status, data, language)
     except _Fallback:
         return None
@@ -143,11 +139,41 @@ def _body(environ):
     return data if isinstance(data, dict) else None
 
 
-def _next(user, campaign_id, body):
-    from annotation import api, queue
-    from annotation.rating_reads import rating_campaign
+def _read_beside_token(key: str, statement, argument):
+    """The token's user (an active annotator, else _Fallback) and the rest of the row of
+    `statement` read beside the token (`rating_reads.beside_token`: one statement, not two)."""
+    from h2htalk.roles import token_columns, token_statement, token_user
+    from h2htalk.rows import bound_cursor
 
-    campaign = rating_campaign(user, campaign_id)
+    from .rating_reads import beside_token
+
+    with bound_cursor() as cursor:
+        if connection.vendor != "postgresql":  # no LATERAL: the token first, as DRF reads it
+            cursor.execute(*token_statement(key))
+            user = _annotator(token_user(cursor.fetchone()))
+            cursor.execute(*statement(user, argument))
+            return user, cursor.fetchone()
+        cursor.execute(*beside_token(key, statement, argument))
+        row = cursor.fetchone()
+    split = token_columns()
+    return _annotator(token_user(row and row[:split])), row[split:]
+
+
+def _annotator(user):
+    """The token's user when they are an active annotator; else _Fallback (DRF's 401 or 403)."""
+    from h2htalk.roles import ANNOTATOR, has_role
+
+    if user is None or not user.is_active or not has_role(user, ANNOTATOR):
+        raise _Fallback
+    return user
+
+
+def _next(key, campaign_id, body):
+    from . import api, queue
+    from .rating_reads import campaign_from_row, campaign_statement
+
+    user, row = _read_beside_token(key, campaign_statement, campaign_id)
+    campaign = campaign_from_row(row)
     if campaign is None:
         raise _Fallback
     try:
@@ -159,16 +185,25 @@ def _next(user, campaign_id, body):
     return 200, api._item(user, campaign, assignment)
 
 
-def _submit(user, key, body):
+def _submit(key, item_key, body):
+    from django.core.exceptions import ValidationError as NotAKey
     from rest_framework.exceptions import ValidationError
 
-    from annotation import api, queue
+    from . import api, queue
+    from .rating_reads import assignment_from_row, assignment_statement
 
     try:
-        assignment, campaign = queue.rated_item(user, key)
+        user, row = _read_beside_token(key, assignment_statement, item_key)
+    except NotAKey:
+        raise _Fallback from None
+    assignment = assignment_from_row(row)
+    if assignment is None or assignment.annotator_id != user.pk or not assignment.rates:
+        raise _Fallback  # 404, as `queue.rated_item` answers it
+    try:
+        campaign = assignment.comparison.campaign
         queue.check_open(assignment, campaign, "submit")
         submission = api._read(api.RatingSubmitSerializer, body).submission()
-        judgment = queue.submit(user, key, submission, item=assignment)
+        judgment = queue.submit(user, item_key, submission, item=assignment)
     except (queue.QueueError, ValidationError):
         raise _Fallback from None
     return 200, api._judgment(user, assignment, judgment)

@@ -11,11 +11,14 @@ PostgreSQL took to run them; the statements are prepared once per connection
 (`h2htalk.rows.bound_cursor`).
 """
 
+from functools import lru_cache
+
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import connection
 from django.utils import timezone
 
+from h2htalk.roles import token_statement
 from h2htalk.rows import bound_cursor, columns, db_value, instance
 from scenarios.models import Scenario
 from scenarios.services import CONTENT_FIELDS
@@ -85,8 +88,12 @@ def rating_campaign(user, pk) -> Campaign | None:
     """The campaign `pk` if `user` rates in it, read as `access.rating_campaign_or_404` says."""
     with bound_cursor() as cursor:
         cursor.execute(*campaign_statement(user, pk))
-        row = cursor.fetchone()
-    if row is None:
+        return campaign_from_row(cursor.fetchone())
+
+
+def campaign_from_row(row) -> Campaign | None:
+    """The campaign of a `campaign_statement` row (None: no row, or NULLs)."""
+    if row is None or row[0] is None:
         return None
     n = len(CAMPAIGN)
     campaign = instance(Campaign, CAMPAIGN, row[:n])
@@ -117,8 +124,13 @@ def rated_assignment(user, key) -> Assignment | None:
         return None
     with bound_cursor() as cursor:
         cursor.execute(*statement)
-        row = cursor.fetchone()
-    if row is None:
+        return assignment_from_row(cursor.fetchone())
+
+
+def assignment_from_row(row) -> Assignment | None:
+    """The assignment of an `assignment_statement` row, as `rated_assignment` returns it (None:
+    no row, or NULLs)."""
+    if row is None or row[0] is None:
         return None
     parts, start = [], 0
     for names in (ASSIGNMENT, COMPARISON, CAMPAIGN, SCENARIO):
@@ -170,3 +182,32 @@ def assignment_statement(user, key) -> tuple[str, list]:
 def _holds_params(user) -> list:
     now = db_value(Assignment, "lease_expires_at", timezone.now())
     return [user.pk, now]
+
+
+class _TokenUser:
+    """Stands for the user of an API token in a statement's values (`beside_token`)."""
+
+    pk = object()
+
+
+@lru_cache(maxsize=16)
+def _beside_token(sql: str, users: tuple[bool, ...]) -> str:
+    token_sql, _ = token_statement("")
+    pieces = sql.split("%s")
+    merged = [pieces[0]]
+    for is_user, piece in zip(users, pieces[1:], strict=True):
+        merged += ["tu.id" if is_user else "%s", piece]
+    return f"SELECT tu.*, r.* FROM ({token_sql}) tu LEFT JOIN LATERAL ({''.join(merged)}) r ON true"  # noqa: S608 - statements only
+
+
+def beside_token(key: str, statement, *args) -> tuple[str, list]:
+    """`statement(user, *args)` (`campaign_statement`, `assignment_statement`) read beside the
+    user of API token `key` in one statement, the user's id taken from the token's row: the
+    token's columns (`roles.token_statement`, `token_columns()` of them), then the statement's
+    row or NULLs. No row: no such token. The API's hot path (`hot_api`) sends one statement
+    fewer per request than authenticating first."""
+    sql, params = statement(_TokenUser, *args)
+    users = tuple(value is _TokenUser.pk for value in params)
+    _, token_params = token_statement(key)
+    rest = [value for value in params if value is not _TokenUser.pk]
+    return _beside_token(sql, users), [*token_params, *rest]

@@ -102,9 +102,9 @@ class RolesTokenAuthentication(TokenAuthentication):
         from h2htalk.rows import bound_cursor
 
         with bound_cursor() as cursor:
-            cursor.execute(_token_sql(self.get_model()), [*ROLES, key])
+            cursor.execute(*token_statement(key))
             row = cursor.fetchone()
-        user = _token_user(row)
+        user = token_user(row)
         if user is None or not user.is_active:
             return super().authenticate_credentials(key)  # DRF's answer (and its message)
         token = self.get_model()(key=key, user=user, created=row[0])
@@ -116,6 +116,19 @@ def _user_fields() -> tuple[str, ...]:
     from django.contrib.auth import get_user_model
 
     return tuple(f.attname for f in get_user_model()._meta.concrete_fields)
+
+
+def token_statement(key: str) -> tuple[str, list]:
+    """The statement reading API token `key` with its user and their roles, and its values
+    (`token_user` reads its row, of `token_columns()` columns)."""
+    from rest_framework.authtoken.models import Token
+
+    return _token_sql(Token), [*ROLES, key]
+
+
+def token_columns() -> int:
+    """How many columns `token_statement` reads."""
+    return 1 + len(_user_fields()) + len(ROLES)
 
 
 @cache
@@ -139,9 +152,10 @@ def _token_sql(token_model) -> str:
     )
 
 
-def _token_user(row):
-    """The user of a `_token_sql` row with their roles remembered, or None."""
-    if row is None:
+def token_user(row):
+    """The user of a `token_statement` row with their roles remembered, or None (no row, or
+    NULLs: no such token)."""
+    if row is None or row[1] is None:
         return None
     from django.contrib.auth import get_user_model
 
