@@ -124,8 +124,9 @@ def _body(environ):
         length = int(environ.get("CONTENT_LENGTH") or 0)
     except ValueError:
         return None
-    if length <= 0:
-        return None
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    if length <= 0 or (limit is not None and length > limit):
+        return None  # none, or too large: Django's answer, without reading it here
     from rest_framework.exceptions import ParseError
 
     from h2htalk.parsers import JSONParser

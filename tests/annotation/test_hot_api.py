@@ -233,6 +233,19 @@ def test_other_submissions_are_the_applications_own_and_keep_nothing(
     assert stored == (1 if body in ({"preference": 1}, b"preference=1") else 0)
 
 
+def test_a_body_over_the_upload_limit_is_left_to_the_application(
+    hot, full, campaign, raters, settings
+):
+    token = token_of(raters[0])
+    _, _, item = call(hot, next_path(campaign.pk), token=token)
+    key = json.loads(item)["key"]
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 100
+    body = {"preference": 1, "rationale": "x" * 200}
+    status, _, _ = same_answer(hot, full, submit_path(key), token=token, body=body)
+    assert status.startswith("400") and full.calls == 2
+    assert not Judgment.objects.exists()
+
+
 def test_another_raters_item_and_a_closed_campaign_are_refused_as_by_the_application(
     hot, full, campaign, raters
 ):
