@@ -10,7 +10,9 @@ negotiation, no browsable page. `HotRatingApi` (WSGI, in `h2htalk/wsgi.py`) answ
 
 itself when the request has `Authorization: Token <key>`, no session cookie, no query string,
 an Accept header the JSON renderer answers as is (none, `*/*`, `application/json`) and, to
-submit, an `application/json` body. It runs the views' own steps (`annotation.api`): the same
+submit, an `application/json` body. It checks the host against ALLOWED_HOSTS and keeps the
+HTTPS rules (DJANGO_SECURE: plain http goes to the application's redirect, https answers carry
+HSTS) as Django's middleware does, then runs the views' own steps (`annotation.api`): the same
 role check, reads, queue calls, serializers, JSON renderer and headers, in one transaction,
 with the token read beside the campaign (next) or the item (submit) in one statement
 (`rating_reads.beside_token`) rather than before it. Every other request, and every answer other than these (401, 403, 404, 409, 400,
@@ -24,7 +26,9 @@ import re
 
 from django.conf import settings
 from django.core import signals
+from django.core.exceptions import DisallowedHost
 from django.db import connection, transaction
+from django.http import HttpRequest
 from django.http.cookie import parse_cookie
 from django.utils import translation
 from rest_framework.renderers import JSONRenderer
@@ -40,13 +44,17 @@ class _Fallback(Exception):
     """The whole application answers this request."""
 
 
-class _Request:
-    """What the language choice and the study gate read of a request."""
+class _Request(HttpRequest):
+    """What the host check, the HTTPS rules and the language choice read of a request (its
+    environ and cookies; Django's request would also build the query and the body)."""
 
-    def __init__(self, environ):
+    def __init__(self, environ):  # not HttpRequest's: only these are read
         self.META = environ
         self.COOKIES = parse_cookie(environ.get("HTTP_COOKIE", ""))
-        self.path_info = environ.get("PATH_INFO", "")
+        self.path = self.path_info = environ.get("PATH_INFO", "")
+
+    def _get_scheme(self):
+        return self.META.get("wsgi.url_scheme", "http")
 
 
 class HotRatingApi:
@@ -100,17 +108,25 @@ def _answer(route, environ):
         key = parts[1].decode()
     except UnicodeError:
         return None
+    request = _Request(environ)
+    try:
+        request.get_host()  # ALLOWED_HOSTS, as CommonMiddleware checks it (else 400)
+    except DisallowedHost:
+        return None
+    secure = request.is_secure()
+    if settings.SECURE_SSL_REDIRECT and not secure:
+        return None  # SecurityMiddleware's redirect to https
     body = None
     if view is _submit:
         body = _body(environ)
         if body is None:
             return None
-    language = translation.get_language_from_request(_Request(environ))
+    language = translation.get_language_from_request(request)
     translation.activate(language)
     try:
         with transaction.atomic():
             status, data = view(key, argument, body)
-        return _response(view.__name__.strip("_"), status, data, language)
+        return _response(view.__name__.strip("_"), status, data, language, secure)
     except _Fallback:
         return None
     finally:
@@ -216,17 +232,34 @@ _VARY = {"next": "Accept, Accept-Language, Cookie", "submit": "Accept, Accept-La
 _STATUS = {200: "200 OK", 204: "204 No Content"}
 
 
-def _response(view: str, status: int, data, language: str):
+def _response(view: str, status: int, data, language: str, secure: bool):
     body = b"" if data is None else _RENDERER.render(data, "application/json", {})
     headers = [("Content-Type", "application/json")] if data is not None else []
     headers += [
         ("Vary", _VARY[view]),
         ("Allow", "POST, OPTIONS"),
-        ("X-Frame-Options", "DENY"),
+        ("X-Frame-Options", settings.X_FRAME_OPTIONS),
         ("Content-Length", str(len(body))),
         ("Content-Language", language),
-        ("X-Content-Type-Options", "nosniff"),
-        ("Referrer-Policy", "same-origin"),
-        ("Cross-Origin-Opener-Policy", "same-origin"),
+        *_security_headers(secure),
     ]
     return _STATUS[status], headers, body
+
+
+def _security_headers(secure: bool) -> list[tuple[str, str]]:
+    """SecurityMiddleware's headers, as it sets them from the settings."""
+    headers = []
+    if settings.SECURE_HSTS_SECONDS and secure:
+        hsts = f"max-age={settings.SECURE_HSTS_SECONDS}"
+        hsts += "; includeSubDomains" if settings.SECURE_HSTS_INCLUDE_SUBDOMAINS else ""
+        hsts += "; preload" if settings.SECURE_HSTS_PRELOAD else ""
+        headers.append(("Strict-Transport-Security", hsts))
+    if settings.SECURE_CONTENT_TYPE_NOSNIFF:
+        headers.append(("X-Content-Type-Options", "nosniff"))
+    policy = settings.SECURE_REFERRER_POLICY
+    if policy:
+        values = [v.strip() for v in policy.split(",")] if isinstance(policy, str) else policy
+        headers.append(("Referrer-Policy", ",".join(values)))
+    if settings.SECURE_CROSS_ORIGIN_OPENER_POLICY:
+        headers.append(("Cross-Origin-Opener-Policy", settings.SECURE_CROSS_ORIGIN_OPENER_POLICY))
+    return headers

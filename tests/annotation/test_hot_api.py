@@ -13,6 +13,7 @@ from contextlib import contextmanager
 
 import pytest
 from django.core.signals import request_finished, request_started
+from django.core.wsgi import get_wsgi_application
 from django.db import close_old_connections, connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
@@ -28,14 +29,16 @@ POSTGRES = connection.vendor == "postgresql"
 
 
 class Watched:
-    """Django's application, counting the requests that reach it."""
+    """Django's application (the deployed one unless given), counting the requests that
+    reach it."""
 
-    def __init__(self):
+    def __init__(self, application=None):
+        self.application = application or wsgi.django_application
         self.calls = 0
 
     def __call__(self, environ, start_response):
         self.calls += 1
-        return wsgi.django_application(environ, start_response)
+        return self.application(environ, start_response)
 
 
 @pytest.fixture
@@ -231,6 +234,41 @@ def test_other_submissions_are_the_applications_own_and_keep_nothing(
     assert full.calls == 2
     stored = Judgment.objects.filter(assignment__key=key).count()
     assert stored == (1 if body in ({"preference": 1}, b"preference=1") else 0)
+
+
+def test_a_host_not_allowed_is_refused_by_the_application(hot, full, campaign, raters):
+    status, _, _ = same_answer(
+        hot, full, next_path(campaign.pk), token=token_of(raters[0]), host="evil.example"
+    )
+    assert status.startswith("400") and full.calls == 2
+    assert not Assignment.objects.exists()
+
+
+@pytest.fixture
+def https_only(settings):
+    """DJANGO_SECURE's rules (h2htalk/settings.py), and a Django application built with them
+    (its middleware reads them when it is built)."""
+    settings.SECURE_SSL_REDIRECT = True
+    settings.SECURE_HSTS_SECONDS = 31536000
+    settings.SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    settings.SECURE_HSTS_PRELOAD = True
+    settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    return get_wsgi_application()
+
+
+def test_behind_https_only_plain_http_is_redirected_and_https_gets_hsts(
+    https_only, campaign, raters
+):
+    full = Watched(https_only)
+    hot = HotRatingApi(full)
+    token = token_of(raters[0])
+    status, _, _ = same_answer(hot, full, next_path(campaign.pk), token=token)
+    assert status.startswith("301") and full.calls == 2
+    status, headers, _ = same_answer(
+        hot, full, next_path(campaign.pk), token=token, x_forwarded_proto="https"
+    )
+    assert status == "200 OK" and full.calls == 3  # the hot path answered the first
+    assert ("Strict-Transport-Security", "max-age=31536000; includeSubDomains; preload") in headers
 
 
 def test_a_body_over_the_upload_limit_is_left_to_the_application(
