@@ -15,9 +15,9 @@ HTTPS rules (DJANGO_SECURE: plain http goes to the application's redirect, https
 HSTS) as Django's middleware does, then runs the views' own steps (`annotation.api`): the same
 role check, reads, queue calls, serializers, JSON renderer and headers, in one transaction,
 with the token read beside the campaign (next) or the item (submit) in one statement
-(`rating_reads.beside_token`) rather than before it. Every other request, and every answer other than these (401, 403, 404, 409, 400,
-a database error), goes to the whole application after the attempt was rolled back, so those
-answers are the application's own. `tests/annotation/test_hot_api.py` checks that the answers
+(`rating_reads.beside_token`) rather than before it. Every other request, and every answer
+other than these (401, 403, 404, 409, 400, a database error), goes to the whole application
+after the attempt was rolled back, so those answers are the application's own. `tests/annotation/test_hot_api.py` checks that the answers
 match the whole application's, byte for byte and header for header.
 """
 
@@ -213,11 +213,8 @@ def _submit(key, item_key, body):
         user, row = _read_beside_token(key, assignment_statement, item_key)
     except NotAKey:
         raise _Fallback from None
-    assignment = assignment_from_row(row)
-    if assignment is None or assignment.annotator_id != user.pk or not assignment.rates:
-        raise _Fallback  # 404, as `queue.rated_item` answers it
     try:
-        campaign = assignment.comparison.campaign
+        assignment, campaign = queue.still_rated(user, assignment_from_row(row))
         queue.check_open(assignment, campaign, "submit")
         submission = api._read(api.RatingSubmitSerializer, body).submission()
         judgment = queue.submit(user, item_key, submission, item=assignment)

@@ -481,9 +481,14 @@ def rated_item(user, key) -> tuple[Assignment, Campaign]:
     still rates in that campaign. Read as `submit` and `skip` need it, locked until the
     caller's transaction ends; the campaign carries its blind names and the user's progress
     counts (`rating_reads.rated_assignment`)."""
-    assignment = _own_assignment(user, key)
-    if not assignment.rates:
-        raise NotYours(_("No such item."))
+    return still_rated(user, rated_assignment(user, key))
+
+
+def still_rated(user, assignment: Assignment | None) -> tuple[Assignment, Campaign]:
+    """`assignment` as `rating_reads.rated_assignment` read it, and its campaign, when it is the
+    user's and they still rate in that campaign; NotYours otherwise (also for None)."""
+    if assignment is None or assignment.annotator_id != user.pk or not assignment.rates:
+        raise NotYours(_("No such item."))  # same answer as a missing one: nothing leaks
     return assignment, assignment.comparison.campaign
 
 
