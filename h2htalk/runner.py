@@ -18,7 +18,7 @@ How a run executes (`execute`):
   raising the budget or cancelling takes effect within seconds).
 - Each outcome (a `ChatResult` or an `LLMError` after the client's retries) is stored at once
   by `spec.store`, which upserts by the item's unique key, and its tokens are added to
-  `tokens_used`. A crash therefore loses only what was in flight; resuming asks `spec.pending()`
+  `tokens_used` in the same transaction. A crash therefore loses only what was in flight; resuming asks `spec.pending()`
   again and does only what is missing.
 - It ends as completed (everything has an outcome), paused (budget reached: raise it and
   resume), cancelled, or failed (an unexpected error in the executor itself; resume retries).
@@ -34,6 +34,7 @@ import uuid
 from collections.abc import Hashable, Iterable
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
+from django.db import transaction
 from django.db.models import F, Model
 from django.utils import timezone
 
@@ -219,8 +220,9 @@ def _loop(spec_class, model, run_id: int, token: str):
             finished, _ = wait(in_flight, timeout=timeout, return_when=FIRST_COMPLETED)
             for future in finished:
                 item, messages = in_flight.pop(future)
-                tokens = spec.store(item, messages, future.result())
-                add_tokens(model, run_id, tokens)
+                with transaction.atomic():  # a kill between the two would lose the tokens
+                    tokens = spec.store(item, messages, future.result())
+                    add_tokens(model, run_id, tokens)
                 used += tokens
     return stop_reason, skipped, spec
 

@@ -52,7 +52,7 @@ def hot(full):
 
 
 @contextmanager
-def test_transaction_kept():
+def transaction_kept():
     """As Django's test client does: a request's start and end must not close the test's
     connection (it sits in the test's transaction)."""
     request_started.disconnect(close_old_connections)
@@ -92,7 +92,7 @@ def call(app, path, token=None, body=None, **headers) -> tuple[str, list, bytes]
     def start_response(status, response_headers, exc_info=None):
         answer["status"], answer["headers"] = status, list(response_headers)
 
-    with test_transaction_kept():
+    with transaction_kept():
         chunks = app(environ, start_response)
         content = b"".join(chunks)
         getattr(chunks, "close", lambda: None)()
