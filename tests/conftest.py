@@ -259,7 +259,7 @@ WAITING_FIRST = (
 # waiting modules evenly to the workers; the ones named in SPLIT are shared out test by test.
 SECONDS_EACH = {
     "tests/hostile/test_page_fuzz.py": 50,
-    "tests/hostile/test_schemathesis.py": 4,
+    "tests/hostile/test_schemathesis.py": 2,
     "tests/test_faults.py": 10,
     "tests/test_migrations_keep_rows.py": 40,
     "tests/test_redis_outage.py": 20,
