@@ -68,7 +68,9 @@ FULL = os.environ.get("HOSTILE_PAGE_FUZZ") == "full"  # every value, alone, to e
 if FULL:
     VALUES = VALUES + MORE_VALUES
     SINGLE_VALUES = VALUES
-RESEARCHER_VALUES = VALUES[:2]  # the researcher's walk: its own code paths, with the values that broke pages
+RESEARCHER_VALUES = VALUES[
+    :2
+]  # the researcher's walk: its own code paths, with the values that broke pages
 COMMON = [
     "page",
     "size",
