@@ -6,6 +6,7 @@ from contextlib import contextmanager
 from functools import cache, lru_cache
 
 from django.db import connection
+from django.db.models.base import ModelState
 
 
 def columns(alias: str, names) -> str:
@@ -15,19 +16,27 @@ def columns(alias: str, names) -> str:
 
 def instance(model, names, values):
     """A `model` instance from these columns (attnames, in any order), each converted as the
-    ORM converts it (JSON, booleans on SQLite, …); the fields not read are deferred."""
-    columns, ordered = _reader(model, tuple(names))
-    converted = {}
+    ORM converts it (JSON, booleans on SQLite, …); the fields not read are deferred.
+
+    Built as `Model.from_db` leaves one, without going through `Model.__init__` (its signals
+    and its walk over every field): a rating cycle builds a dozen of them. The models read
+    here have no `__init__`, `from_db` or init-signal receivers of their own
+    (tests/test_rows.py checks them against the ORM's)."""
+    columns = _reader(model, tuple(names))
+    new = model.__new__(model)
+    values_of = new.__dict__
     for (name, col, converters), value in zip(columns, values, strict=True):
         for convert in converters:
             value = convert(value, col, connection)
-        converted[name] = value
-    return model.from_db(connection.alias, ordered, [converted[name] for name in ordered])
+        values_of[name] = value
+    state = new._state = ModelState()
+    state.adding, state.db = False, connection.alias
+    return new
 
 
-def _reader(model, names: tuple) -> tuple[list, list]:
-    """Per column its expression and the converters the ORM applies to it, and the columns in
-    the model's order: looked up once per connection (per thread) and kept on it."""
+def _reader(model, names: tuple) -> list:
+    """Per column its expression and the converters the ORM applies to it: looked up once per
+    connection (per thread) and kept on it."""
     readers = getattr(connection, "h2htalk_row_readers", None)  # the thread's own connection
     if readers is None:
         readers = connection.h2htalk_row_readers = {}
@@ -37,8 +46,7 @@ def _reader(model, names: tuple) -> tuple[list, list]:
             col = model._meta.get_field(name).get_col(model._meta.db_table)
             converters = connection.ops.get_db_converters(col) + col.get_db_converters(connection)
             columns.append((name, col, tuple(converters)))
-        ordered = [f.attname for f in model._meta.concrete_fields if f.attname in names]
-        readers[model, names] = columns, ordered
+        readers[model, names] = columns
     return readers[model, names]
 
 
