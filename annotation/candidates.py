@@ -220,6 +220,7 @@ def locked_batch(
     now,
     excluded_levels=(),
     window: bool = False,
+    new_only: bool = False,
 ) -> list[Candidate]:
     """The first few candidates in queue order, locked; rows others hold are skipped.
 
@@ -242,9 +243,14 @@ def locked_batch(
     `excluded_levels`: scenario risk levels left out (`care.excluded_levels`); none for a rater
     without opt-outs below the daily cap, whose statement is then the same as without care.
     `window` (regular comparisons): each count's range reads at most WINDOW rows (see WINDOW).
+    `new_only` (regular comparisons): only the range of comparisons without judgments, for a
+    requester who made every judgment of the campaign, so that each started comparison is
+    theirs (a rater alone read WINDOW rows of their own in each half of each other count's
+    range on every request, a third of a cycle's database time).
     """
     window = window and not gold
-    counts = [()] if gold else [(count,) for count in reversed(range(campaign.overlap))]
+    levels = [0] if new_only else reversed(range(campaign.overlap))
+    counts = [()] if gold else [(count,) for count in levels]
     free_slot = [] if gold else [db_value(Assignment, "lease_expires_at", now), campaign.overlap]
     params = []
     for _ in range(2):

@@ -266,6 +266,15 @@ def items_held_below_k(campaign: Campaign) -> int | None:
     return _counts(campaign)["handed_open"]
 
 
+def judged_by_others(campaign: Campaign) -> int | None:
+    """Judgments that count in the campaign by annotators other than the requester, from the
+    counts the campaign was read with (`progress_counts`); None when it was read without them."""
+    if not hasattr(campaign, "progress"):
+        return None
+    counts = _counts(campaign)
+    return counts["judged"] - counts["mine"]
+
+
 def _counts(campaign: Campaign) -> dict:
     """The campaign's `progress_counts`, read from their text once."""
     if isinstance(campaign.progress, str):

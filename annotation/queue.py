@@ -37,7 +37,13 @@ from .blinding import ITEM_RELATED
 from .candidates import SHUFFLE_KEY_BITS, WINDOW_AFTER, claim, locked_batch
 from .models import RATING_DIMENSIONS, Assignment, Campaign, Comparison, Judgment
 from .pairing import adaptive_top_up
-from .progress import count_hand_out, count_judgment, is_excluded, items_held_below_k
+from .progress import (
+    count_hand_out,
+    count_judgment,
+    is_excluded,
+    items_held_below_k,
+    judged_by_others,
+)
 from .qualification import Phase, phase
 from .qualification.watch import after_judgment
 from .rating_details import DetailError, clean_details
@@ -252,11 +258,18 @@ def _take(user, campaign: Campaign, gold: bool, now, excluded=()) -> Assignment 
     passed_over: list[int] = []
     held = items_held_below_k(campaign)  # as read with the campaign; None: not read
     window = held is not None and held > WINDOW_AFTER
+    # Every judgment here is the requester's (a rater alone, or ahead of everyone): each
+    # started comparison is one of theirs, so only the unjudged ones are read.
+    new_only = judged_by_others(campaign) == 0
     for attempt in range(50):
-        batch = locked_batch(user, campaign, gold, start, passed_over, now, excluded, window)
+        batch = locked_batch(
+            user, campaign, gold, start, passed_over, now, excluded, window, new_only
+        )
         if not batch and window:  # nothing in the windows: the full ranges, once
             window = False
-            batch = locked_batch(user, campaign, gold, start, passed_over, now, excluded)
+            batch = locked_batch(
+                user, campaign, gold, start, passed_over, now, excluded, new_only=new_only
+            )
         if not batch:
             # Everything left may just be locked for a moment by others handing out items.
             if not _any_free(user, campaign, gold, passed_over, now, excluded):

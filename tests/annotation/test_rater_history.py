@@ -283,14 +283,15 @@ def _lock_statement(monkeypatch, user, campaign) -> tuple[str, list]:
     return next(each for each in sent if each[0].startswith("WITH before_wrap"))
 
 
-def test_a_lone_raters_lock_reads_a_window_not_every_item_they_hold(
-    researcher, raters, monkeypatch
-):
-    """PostgreSQL: a rater holding many items below k (no co-rater came) is not walked through
-    all of them on every request: past WINDOW_AFTER, each count's range reads WINDOW rows."""
+def test_a_raters_lock_reads_a_window_not_every_item_they_hold(researcher, raters, monkeypatch):
+    """PostgreSQL: a rater holding many items below k (far ahead of the one co-rater who
+    came) is not walked through all of them on every request: past WINDOW_AFTER, each count's
+    range reads WINDOW rows."""
     if connection.vendor != "postgresql":
         pytest.skip("EXPLAIN ANALYZE's row counts are PostgreSQL's: run with DATABASE_URL")
     campaign = _lone_rater_campaign(researcher, raters, judged=40)
+    item = queue.next_assignment(raters[1], rating_campaign(raters[1], campaign.pk))
+    queue.submit(raters[1], item.key, queue.Submission(1))
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
     monkeypatch.setattr(candidates, "WINDOW", 3)
@@ -298,8 +299,38 @@ def test_a_lone_raters_lock_reads_a_window_not_every_item_they_hold(
     windowed = _assignment_rows_read(*_lock_statement(monkeypatch, raters[0], campaign))
     monkeypatch.setattr(queue, "WINDOW_AFTER", 1000)
     walked = _assignment_rows_read(*_lock_statement(monkeypatch, raters[0], campaign))
-    assert walked >= 40  # every item they judged, one probe each
+    assert walked >= 39  # every item they judged (but one the co-rater may share), a probe each
     assert windowed <= 2 * 2 * 3 + 2  # two halves, the counts 1 and 2, the windows; a margin
+
+
+def test_a_lone_raters_lock_reads_only_the_comparisons_nobody_judged(
+    researcher, raters, monkeypatch
+):
+    """A rater who made every judgment of the campaign (alone in it) holds every started
+    comparison: their lock reads the range of unjudged ones only, none of their own items
+    (PostgreSQL's row counts), and locks what the lock over every count would."""
+    campaign = _lone_rater_campaign(researcher, raters, judged=40)
+    sql, params = _lock_statement(monkeypatch, raters[0], campaign)
+    assert "level0" in sql and "level1" not in sql
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")
+        assert _assignment_rows_read(sql, params) <= 2 * 2  # two halves: a probe or two each
+    read = rating_campaign(raters[0], campaign.pk)
+    now = timezone.now()
+    rng = random.Random(7)
+    for _ in range(20):
+        start = rng.randrange(2**candidates.SHUFFLE_KEY_BITS)
+        with transaction.atomic():
+            every = candidates.locked_batch(raters[0], read, False, start, [], now)
+        with transaction.atomic():
+            new = candidates.locked_batch(raters[0], read, False, start, [], now, new_only=True)
+        assert new and [c.pk for c in new] == [c.pk for c in every]
+    # Once someone else judged, the started comparisons are read again.
+    item = queue.next_assignment(raters[1], rating_campaign(raters[1], campaign.pk))
+    queue.submit(raters[1], item.key, queue.Submission(1))
+    sql, _ = _lock_statement(monkeypatch, raters[0], campaign)
+    assert "level1" in sql and "level2" in sql
 
 
 def test_the_windowed_lock_hands_out_the_same_items(researcher, raters, monkeypatch):
