@@ -264,7 +264,11 @@ def locked_batch(
     sql = _sql(gold, len(passed_over), len(excluded_levels), levels=len(counts), window=window)
     with bound_cursor() as cursor:
         cursor.execute(sql, params)
-        rows = cursor.fetchall()
+        return _in_queue_order(cursor.fetchall(), gold, start, campaign.overlap)
+
+
+def _in_queue_order(rows, gold: bool, start: int, overlap: int) -> list[Candidate]:
+    """The locked rows as candidates, in queue order (`locked_batch`)."""
     span = 2**SHUFFLE_KEY_BITS
     shown = sum(map(len, (COMPARISON, SCENARIO, PERSONA, RESPONSE, RESPONSE)))
     ranked = []
@@ -273,7 +277,7 @@ def locked_batch(
         if gold:
             ranked.append(((c.judgment_count, (c.shuffle_key - start) % span, c.pk), c))
             continue
-        drop, excess = co_rating(*row[shown:], overlap=campaign.overlap)
+        drop, excess = co_rating(*row[shown:], overlap=overlap)
         ring = (start - c.shuffle_key) % span
         ranked.append(((drop - c.judgment_count, excess, ring, c.pk), c))
     return [c for _, c in sorted(ranked, key=lambda ranked_one: ranked_one[0])]

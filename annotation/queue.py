@@ -258,18 +258,16 @@ def _take(user, campaign: Campaign, gold: bool, now, excluded=()) -> Assignment 
     passed_over: list[int] = []
     held = items_held_below_k(campaign)  # as read with the campaign; None: not read
     window = held is not None and held > WINDOW_AFTER
-    # Every judgment here is the requester's (a rater alone, or ahead of everyone): each
-    # started comparison is one of theirs, so only the unjudged ones are read.
+    # Every judgment here is the requester's (a rater alone): each started comparison is one
+    # of theirs, so only the unjudged ones are read (all of them, should the counts be behind).
     new_only = judged_by_others(campaign) == 0
     for attempt in range(50):
         batch = locked_batch(
             user, campaign, gold, start, passed_over, now, excluded, window, new_only
         )
-        if not batch and window:  # nothing in the windows: the full ranges, once
-            window = False
-            batch = locked_batch(
-                user, campaign, gold, start, passed_over, now, excluded, new_only=new_only
-            )
+        if not batch and (window or new_only):  # nothing there: the full ranges, once
+            window = new_only = False
+            batch = locked_batch(user, campaign, gold, start, passed_over, now, excluded)
         if not batch:
             # Everything left may just be locked for a moment by others handing out items.
             if not _any_free(user, campaign, gold, passed_over, now, excluded):

@@ -16,8 +16,8 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from annotation import candidates, queue
-from annotation.models import Assignment, Campaign
-from annotation.progress import progress_for
+from annotation.models import AnnotatorTally, Assignment, Campaign
+from annotation.progress import judged_by_others, progress_for
 from annotation.rating_reads import assignment_statement, campaign_statement, rating_campaign
 from tests.annotation import factories
 from tests.annotation.test_queue_guarantees import recounted
@@ -331,6 +331,22 @@ def test_a_lone_raters_lock_reads_only_the_comparisons_nobody_judged(
     queue.submit(raters[1], item.key, queue.Submission(1))
     sql, _ = _lock_statement(monkeypatch, raters[0], campaign)
     assert "level1" in sql and "level2" in sql
+
+
+def test_counts_behind_the_judgments_still_hand_out_the_started_comparisons(researcher, raters):
+    """Should the tallies miss others' judgments (rows written around the queue), the rater
+    who seems alone finds no unjudged comparison and is handed the started ones at once."""
+    campaign = factories.campaign(researcher, raters, n_scenarios=2, overlap=3, name="behind")
+    while item := queue.next_assignment(raters[1], rating_campaign(raters[1], campaign.pk)):
+        queue.submit(raters[1], item.key, queue.Submission(1))
+    AnnotatorTally.objects.filter(annotator=raters[1]).delete()
+    read = rating_campaign(raters[0], campaign.pk)
+    assert judged_by_others(read) == 0
+    handed = []
+    while item := queue.next_assignment(raters[0], rating_campaign(raters[0], campaign.pk)):
+        handed.append(item.comparison_id)
+        queue.submit(raters[0], item.key, queue.Submission(1))
+    assert sorted(handed) == sorted(campaign.comparisons.values_list("pk", flat=True))
 
 
 def test_the_windowed_lock_hands_out_the_same_items(researcher, raters, monkeypatch):
