@@ -17,8 +17,9 @@ role check, reads, queue calls, serializers, JSON renderer and headers, in one t
 with the token read beside the campaign (next) or the item (submit) in one statement
 (`rating_reads.beside_token`) rather than before it. Every other request, and every answer
 other than these (401, 403, 404, 409, 400, a database error), goes to the whole application
-after the attempt was rolled back, so those answers are the application's own. `tests/annotation/test_hot_api.py` checks that the answers
-match the whole application's, byte for byte and header for header.
+after the attempt was rolled back, so those answers are the application's own.
+`tests/annotation/test_hot_api.py` checks that the answers match the whole application's,
+byte for byte and header for header.
 """
 
 import io

@@ -254,6 +254,14 @@ def _lone_rater_campaign(researcher, raters, judged: int) -> Campaign:
     return campaign
 
 
+def _locked(rater, campaign, start: int, now, **options) -> list[int]:
+    """The regular comparisons `candidates.locked_batch` locks for `rater` from `start`, in
+    queue order (in a transaction of its own, so the locks go with it)."""
+    with transaction.atomic():
+        batch = candidates.locked_batch(rater, campaign, False, start, [], now, **options)
+    return [c.pk for c in batch]
+
+
 def _lock_statement(monkeypatch, user, campaign) -> tuple[str, list]:
     """The candidate lock statement (and its parameters) the next request of `user` sends."""
     sent = []
@@ -321,11 +329,8 @@ def test_a_lone_raters_lock_reads_only_the_comparisons_nobody_judged(
     rng = random.Random(7)
     for _ in range(20):
         start = rng.randrange(2**candidates.SHUFFLE_KEY_BITS)
-        with transaction.atomic():
-            every = candidates.locked_batch(raters[0], read, False, start, [], now)
-        with transaction.atomic():
-            new = candidates.locked_batch(raters[0], read, False, start, [], now, new_only=True)
-        assert new and [c.pk for c in new] == [c.pk for c in every]
+        new = _locked(raters[0], read, start, now, new_only=True)
+        assert new and new == _locked(raters[0], read, start, now)
     # Once someone else judged, the started comparisons are read again.
     item = queue.next_assignment(raters[1], rating_campaign(raters[1], campaign.pk))
     queue.submit(raters[1], item.key, queue.Submission(1))
@@ -361,19 +366,16 @@ def test_the_windowed_lock_hands_out_the_same_items(researcher, raters, monkeypa
     rng = random.Random(5)
     for _ in range(20):
         start = rng.randrange(2**candidates.SHUFFLE_KEY_BITS)
-        with transaction.atomic():
-            full = candidates.locked_batch(raters[0], campaign, False, start, [], now)
+        full = _locked(raters[0], campaign, start, now)
         monkeypatch.setattr(candidates, "WINDOW", 1000)
-        with transaction.atomic():
-            wide = candidates.locked_batch(raters[0], campaign, False, start, [], now, (), True)
+        wide = _locked(raters[0], campaign, start, now, window=True)
         monkeypatch.setattr(candidates, "WINDOW", 2)
-        with transaction.atomic():
-            narrow = candidates.locked_batch(raters[0], campaign, False, start, [], now, (), True)
-        assert [c.pk for c in wide] == [c.pk for c in full]
+        narrow = _locked(raters[0], campaign, start, now, window=True)
+        assert wide == full
         mine = set(
             Assignment.objects.filter(annotator=raters[0]).values_list("comparison", flat=True)
         )
-        assert narrow and not {c.pk for c in narrow} & mine
+        assert narrow and not set(narrow) & mine
     monkeypatch.setattr(candidates, "WINDOW", 2)
     monkeypatch.setattr(queue, "WINDOW_AFTER", 5)
     handed = []
