@@ -169,6 +169,14 @@ def assert_static_loaded(page):
     assert background == "rgb(247, 248, 250)", f"app.css did not apply (background {background})"
 
 
+def rating_keys_ready(page) -> None:
+    """Wait until the rating page's script has run (it marks the submit button): a key pressed
+    before that would be lost."""
+    from playwright.sync_api import expect
+
+    expect(page.locator("[data-submit]")).to_have_attribute("aria-disabled", "true")
+
+
 @pytest.fixture
 def log_in(page):
     """Log in through the real login form; returns the page on the user's landing page."""

@@ -19,6 +19,7 @@ from tests.annotation.qualification_setup import (
     qualification_campaign,
     wrong_screen,
 )
+from tests.browser.conftest import rating_keys_ready
 from tests.browser.visible_text import assert_no_english
 from tests.conftest import PASSWORD
 
@@ -39,10 +40,6 @@ def practice_key(page) -> str:
 
 def keys_ready(page) -> None:
     expect(page.locator('[data-practice-page][data-keys="on"]')).to_have_count(1)
-
-
-def rating_keys_ready(page) -> None:
-    expect(page.locator("[data-submit]")).to_have_attribute("aria-disabled", "true")
 
 
 def answer_by_keyboard(page, right: bool) -> None:

@@ -8,6 +8,7 @@ from playwright.sync_api import expect
 from annotation.models import Assignment, Campaign, Judgment
 from scenarios.models import Scenario
 from tests.annotation import factories
+from tests.browser.conftest import rating_keys_ready
 from tests.scenarios import factories as scenario_factories
 
 # Key -> (label of the radio, screen preference stored).
@@ -89,6 +90,7 @@ def test_rate_five_and_skip_one_by_keyboard(page, log_in, rater, campaign):
 
     submit = page.locator("[data-submit]")
     expect(submit).to_be_disabled()  # nothing chosen yet
+    rating_keys_ready(page)
     page.keyboard.press("Enter")
     expect(page.locator("[data-hint]")).to_have_text("Choose a preference first (keys 1–5).")
     assert not Judgment.objects.exists()

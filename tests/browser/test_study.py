@@ -22,11 +22,11 @@ from tests.annotation.qualification_setup import (
     wrong_screen,
 )
 from tests.annotation.study_factories import join_url, link_for, study
+from tests.browser.conftest import rating_keys_ready
 from tests.browser.test_qualification import (
     NEXT_SCREEN,
     keys_ready,
     practice_key,
-    rating_keys_ready,
 )
 from tests.browser.visible_text import WORD, assert_no_english
 from tests.conftest import PASSWORD

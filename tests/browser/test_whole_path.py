@@ -18,6 +18,7 @@ from annotation.models import Judgment
 from h2htalk.roles import ADMIN, ANNOTATOR
 from scenarios.models import Scenario
 from scoring.models import Release
+from tests.browser.conftest import rating_keys_ready
 from tests.conftest import PASSWORD, SHARED_DATA, make_user, require_shared
 
 DESKTOP = {"width": 1440, "height": 900}
@@ -104,6 +105,7 @@ def rate_everything(page):
     expect(page.locator("#rating-form").or_(page.locator("[data-all-done]"))).to_be_visible()
     rated = 0
     while page.locator("#rating-form").count():
+        rating_keys_ready(page)
         key = page.locator("#rating-form").get_attribute("action")
         page.keyboard.press("12345"[rated % 5])
         page.keyboard.press("Enter")
