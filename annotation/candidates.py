@@ -34,6 +34,7 @@ the random key still breaks the remaining ties. Cost: a few index probes per loc
 import random
 import uuid
 from datetime import timedelta
+from functools import lru_cache
 from itertools import pairwise
 
 from django.db import connection
@@ -115,6 +116,16 @@ _FREE_SLOT = (
 def _sql(
     gold: bool, n_passed_over: int, n_excluded: int = 0, levels: int = 0, window: bool = False
 ) -> str:
+    """The candidate lock's text: written once per shape (a rating cycle rebuilt it on every
+    request)."""
+    database = (connection.vendor, connection.features.has_select_for_update_skip_locked)
+    return _sql_of(*database, gold, n_passed_over, n_excluded, levels, WINDOW if window else 0)
+
+
+@lru_cache(maxsize=1024)
+def _sql_of(
+    vendor: str, locks: bool, gold: bool, n_passed_over: int, n_excluded, levels, window
+) -> str:
     half = {
         # care for raters (annotation.care): risk levels the requester must not be handed now
         "risk_filter": f"AND s.risk_level NOT IN ({', '.join(['%s'] * n_excluded)})"
@@ -131,10 +142,8 @@ def _sql(
         # comparisons others hold the last slots of are passed in the scan, not handed back
         "free_slot": "" if gold else f"AND {_FREE_SLOT}",
         "limit": CANDIDATES_PER_LOCK,
-        "window": window,  # written per side (_half)
-        "lock": "FOR UPDATE OF c SKIP LOCKED"
-        if connection.features.has_select_for_update_skip_locked
-        else "",
+        "window": window,  # its size, 0 for none: written per side (_half)
+        "lock": "FOR UPDATE OF c SKIP LOCKED" if locks else "",
     }
     sides = (">=", "<") if gold else ("<=", ">")
     before_wrap, after_wrap = (_half(side, half, gold, levels) for side in sides)
@@ -146,8 +155,7 @@ def _sql(
         columns("rb", RESPONSE),
     ]
     if not gold:
-        postgres = connection.vendor == "postgresql"
-        functions = ("LEAST", "GREATEST") if postgres else ("MIN", "MAX")
+        functions = ("LEAST", "GREATEST") if vendor == "postgresql" else ("MIN", "MAX")
         shown.append(_CO_RATING.format(least=functions[0], greatest=functions[1]))
     shown = ", ".join(shown)
     # Only column names and placeholders are formatted in; every value is a parameter.
@@ -166,7 +174,7 @@ def _half(side: str, half: dict, gold: bool, levels: int) -> str:
     start each count's keys there in one range read, and walked on average half of every open
     comparison of the campaign), the first CANDIDATES_PER_LOCK rows of them in this order:
     a count is read only when the ones above it had too few, and rows are locked as read."""
-    window = _WINDOW.format(side=side, window=WINDOW) if half["window"] else ""
+    window = _WINDOW.format(side=side, window=half["window"]) if half["window"] else ""
     one = _HALF.format(side=side, **{**half, "window": window})
     if gold:
         return one

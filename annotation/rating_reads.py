@@ -11,7 +11,7 @@ PostgreSQL took to run them; the statements are prepared once per connection
 (`h2htalk.rows.bound_cursor`).
 """
 
-from functools import lru_cache
+from functools import cache, lru_cache
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
@@ -104,12 +104,19 @@ def campaign_from_row(row) -> Campaign | None:
 
 def campaign_statement(user, pk) -> tuple[str, list]:
     """`rating_campaign`'s statement and its parameters."""
-    sql = f"""SELECT {columns("annotation_campaign", CAMPAIGN)},
+    params = [*_holds_params(user), *care_params(user), *progress_params(user), pk, user.pk]
+    return _campaign_sql(connection.vendor), params
+
+
+# The statements' texts depend on the database only: written once (a rating cycle rebuilt
+# them on every request).
+@cache
+def _campaign_sql(vendor: str) -> str:
+    return f"""SELECT {columns("annotation_campaign", CAMPAIGN)},
         {_HOLDS.format(other="")}, {CARE_SQL}, {_names_sql()}, {_COUNTS_SQL}
         FROM annotation_campaign
         JOIN annotation_campaign_annotators ca ON ca.campaign_id = annotation_campaign.id
         WHERE annotation_campaign.id = %s AND ca.user_id = %s"""  # noqa: S608 - names only
-    return sql, [*_holds_params(user), *care_params(user), *progress_params(user), pk, user.pk]
 
 
 def rated_assignment(user, key) -> Assignment | None:
@@ -154,12 +161,20 @@ def assignment_from_row(row) -> Assignment | None:
 
 def assignment_statement(user, key) -> tuple[str, list]:
     """`rated_assignment`'s statement and its parameters (ValidationError: not a key)."""
-    changed, changed_params = _has_content_change("r")
+    _, changed_params = _has_content_change("r")
+    key = db_value(Assignment, "key", key)
+    params = [*changed_params, user.pk, *_holds_params(user), *care_params(user)]
+    locks = connection.features.has_select_for_update_skip_locked
+    return _assignment_sql(connection.vendor, locks), [*params, *progress_params(user), key]
+
+
+@cache
+def _assignment_sql(vendor: str, locks: bool) -> str:
+    changed, _ = _has_content_change("r")
     # The annotator's user row FOR KEY SHARE, until the transaction ends: an exclusion from
     # the campaign (annotation.counting) waits for this answer, or this answer for it.
-    lock = "FOR UPDATE OF a, c, s FOR KEY SHARE OF u"
-    lock = lock if connection.features.has_select_for_update_skip_locked else ""
-    sql = f"""SELECT {columns("a", ASSIGNMENT)}, {columns("c", COMPARISON)},
+    lock = "FOR UPDATE OF a, c, s FOR KEY SHARE OF u" if locks else ""
+    return f"""SELECT {columns("a", ASSIGNMENT)}, {columns("c", COMPARISON)},
         {columns("annotation_campaign", CAMPAIGN)}, {columns("s", SCENARIO)},
         EXISTS(SELECT 1 FROM scenarios_revision r WHERE r.scenario_id = s.id
             AND r.created_at >= a.issued_at AND {changed}),
@@ -174,9 +189,6 @@ def assignment_statement(user, key) -> tuple[str, list]:
         JOIN scenarios_scenario s ON s.id = c.scenario_id
         JOIN {User._meta.db_table} u ON u.id = a.annotator_id
         WHERE a.key = %s {lock}"""  # noqa: S608 - names only
-    key = db_value(Assignment, "key", key)
-    params = [*changed_params, user.pk, *_holds_params(user), *care_params(user)]
-    return sql, [*params, *progress_params(user), key]
 
 
 def _holds_params(user) -> list:

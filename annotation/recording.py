@@ -15,7 +15,7 @@ six statements in turn. The caller holds the locks
 item may take the judgment, so a replay never reaches here and nothing here decides.
 """
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.utils import timezone
 
 from h2htalk.rows import bound_cursor, db_value
@@ -74,7 +74,7 @@ _AT_ONCE = f"""WITH judgment AS ({_INSERT_JUDGMENT}),
 def store(assignment: Assignment, fields: dict, fills: bool) -> Judgment:
     """Store the judgment with these `fields` (JUDGMENT's, but the assignment's and the time)
     and count it; `fills`: it brings the comparison to k judgments."""
-    now = timezone.now()
+    now, db = timezone.now(), connections[DEFAULT_DB_ALIAS]  # the connection, not its proxy
     comparison = assignment.comparison
     annotator, regular = assignment.annotator_id, not comparison.is_gold
     values = {
@@ -85,7 +85,7 @@ def store(assignment: Assignment, fields: dict, fills: bool) -> Judgment:
         "created_at": now,
     }
     statements = [
-        (_INSERT_JUDGMENT, [db_value(Judgment, name, values[name]) for name in JUDGMENT]),
+        (_INSERT_JUDGMENT, [db_value(Judgment, name, values[name], db) for name in JUDGMENT]),
         (_COUNT_ON_COMPARISON, [comparison.pk, comparison.campaign_id, annotator]),
         (
             _CLOSE_ASSIGNMENT,
@@ -103,7 +103,7 @@ def store(assignment: Assignment, fields: dict, fills: bool) -> Judgment:
             ],
         ),
         (
-            _PAIRS.get(connection.vendor, _PAIRS["sqlite"]),
+            _PAIRS.get(db.vendor, _PAIRS["sqlite"]),
             [comparison.campaign_id, *(annotator, annotator), comparison.pk, annotator, regular],
         ),
         (
@@ -112,7 +112,7 @@ def store(assignment: Assignment, fields: dict, fills: bool) -> Judgment:
         ),
     ]
     with bound_cursor() as cursor:
-        if connection.vendor == "postgresql":
+        if db.vendor == "postgresql":
             cursor.execute(_AT_ONCE, [value for _, params in statements for value in params])
             (pk,) = cursor.fetchone()
         else:
@@ -121,6 +121,6 @@ def store(assignment: Assignment, fields: dict, fills: bool) -> Judgment:
                 if sql is _INSERT_JUDGMENT:
                     (pk,) = cursor.fetchone()
     judgment = Judgment(id=pk, **values)
-    judgment._state.adding, judgment._state.db = False, connection.alias
+    judgment._state.adding, judgment._state.db = False, db.alias
     assignment.state, assignment.finished_at = Assignment.State.SUBMITTED, now
     return judgment

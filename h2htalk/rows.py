@@ -5,8 +5,14 @@ the ORM cost more server CPU than running them."""
 from contextlib import contextmanager
 from functools import cache, lru_cache
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models.base import ModelState
+
+
+def _connection():
+    """The thread's default connection itself: `django.db.connection` is a proxy that looks it
+    up again on every attribute read (a few dozen a rating cycle, about 5% of its server CPU)."""
+    return connections[DEFAULT_DB_ALIAS]
 
 
 def columns(alias: str, names) -> str:
@@ -22,7 +28,8 @@ def instance(model, names, values):
     and its walk over every field): a rating cycle builds a dozen of them. The models read
     here have no `__init__`, `from_db` or init-signal receivers of their own
     (tests/test_rows.py checks them against the ORM's)."""
-    columns = _reader(model, tuple(names))
+    connection = _connection()
+    columns = _reader(connection, model, tuple(names))
     new = model.__new__(model)
     values_of = new.__dict__
     for (name, col, converters), value in zip(columns, values, strict=True):
@@ -34,7 +41,7 @@ def instance(model, names, values):
     return new
 
 
-def _reader(model, names: tuple) -> list:
+def _reader(connection, model, names: tuple) -> list:
     """Per column its expression and the converters the ORM applies to it: looked up once per
     connection (per thread) and kept on it."""
     readers = getattr(connection, "h2htalk_row_readers", None)  # the thread's own connection
@@ -50,10 +57,11 @@ def _reader(model, names: tuple) -> list:
     return readers[model, names]
 
 
-def db_value(model, name: str, value):
+def db_value(model, name: str, value, connection=None):
     """`value` as the database takes it for this field of `model` (a UUID or a time on SQLite,
-    JSON, …), for a parameter of a hand-written statement."""
-    return model._meta.get_field(name).get_db_prep_value(value, connection)
+    JSON, …), for a parameter of a hand-written statement; `connection`: the default one, when
+    the caller has it at hand."""
+    return model._meta.get_field(name).get_db_prep_value(value, connection or _connection())
 
 
 @contextmanager
@@ -63,6 +71,7 @@ def bound_cursor():
     `prepare_threshold` runs on a connection and PostgreSQL parses and plans it once there
     (the ORM's cursors bind on the client: each statement text differs, nothing is prepared).
     Elsewhere the usual cursor. Counted and logged like any other statement."""
+    connection = _connection()
     if connection.vendor != "postgresql":
         with connection.cursor() as cursor:
             yield cursor
