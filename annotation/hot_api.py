@@ -208,10 +208,10 @@ def _submit(key, item_key, body):
     from rest_framework.exceptions import ValidationError
 
     from . import api, queue
-    from .rating_reads import assignment_from_row, assignment_statement
+    from .rating_reads import answer_statement, assignment_from_row
 
     try:
-        user, row = _read_beside_token(key, assignment_statement, item_key)
+        user, row = _read_beside_token(key, answer_statement, item_key)
     except NotAKey:
         raise _Fallback from None
     try:

@@ -314,3 +314,29 @@ def test_names_are_hidden_as_whole_words_also_inside_chinese_text(text, hidden):
     from annotation.blinding import blind_text
 
     assert blind_text(text, ["Nimbus-Run-5521", "Qwen2.5-7B", "小暖"]) == hidden
+
+
+def test_the_api_submits_read_without_names_still_finds_them_when_asked(world):
+    """The API's submit reads its item without the campaign's name lists (`answer_statement`):
+    the progress it reads is the full read's, and the names, should anything ask, are the
+    campaign's all the same."""
+    from annotation.blinding import blind_names
+    from annotation.rating_reads import (
+        answer_statement,
+        assignment_from_row,
+        assignment_statement,
+    )
+    from h2htalk.rows import bound_cursor
+
+    me, campaign = world["me"], world["campaign"]
+    key = queue.next_assignment(me, campaign).key
+    read = {}
+    for statement in (assignment_statement, answer_statement):
+        with bound_cursor() as cursor:
+            cursor.execute(*statement(me, key))
+            read[statement] = assignment_from_row(cursor.fetchone()).comparison.campaign
+    full, unnamed = read[assignment_statement], read[answer_statement]
+    assert not hasattr(unnamed, "run_names") and hasattr(full, "run_names")
+    assert unnamed.progress == full.progress
+    assert blind_names(unnamed) == blind_names(full)
+    assert RUN_NAME in blind_names(unnamed)
