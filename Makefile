@@ -34,8 +34,9 @@ demo: $(RUNTIME)
 test: $(STAMP)
 	SECRET_KEY=$${SECRET_KEY:-test-only-secret-key} $(BIN)/pytest -n $${PYTEST_WORKERS:-auto} --dist worksteal $(PYTEST_ARGS)
 
-## The slow tests, left out of `make test` (minutes each; tests/test_two_hosts.py needs root:
-## network namespaces and a PostgreSQL cluster of its own). One process: they run their own hosts.
+## The slow tests, left out of `make test` (minutes each): tests/test_two_hosts.py (needs root:
+## network namespaces and a PostgreSQL cluster of its own) and the hostile sweeps at full depth
+## (tests/hostile). One process: the two hosts are their own.
 test-slow: $(STAMP)
 	SECRET_KEY=$${SECRET_KEY:-test-only-secret-key} $(BIN)/pytest -m slow $(PYTEST_ARGS)
 
