@@ -15,10 +15,9 @@ six statements in turn. The caller holds the locks
 item may take the judgment, so a replay never reaches here and nothing here decides.
 """
 
-from django.db import DEFAULT_DB_ALIAS, connections
 from django.utils import timezone
 
-from h2htalk.rows import bound_cursor, db_value
+from h2htalk.rows import bound_cursor, db_value, default_connection
 
 from .models import AnnotatorTally, Assignment, Judgment
 
@@ -74,7 +73,7 @@ _AT_ONCE = f"""WITH judgment AS ({_INSERT_JUDGMENT}),
 def store(assignment: Assignment, fields: dict, fills: bool) -> Judgment:
     """Store the judgment with these `fields` (JUDGMENT's, but the assignment's and the time)
     and count it; `fills`: it brings the comparison to k judgments."""
-    now, db = timezone.now(), connections[DEFAULT_DB_ALIAS]  # the connection, not its proxy
+    now, db = timezone.now(), default_connection()
     comparison = assignment.comparison
     annotator, regular = assignment.annotator_id, not comparison.is_gold
     values = {

@@ -9,7 +9,7 @@ from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models.base import ModelState
 
 
-def _connection():
+def default_connection():
     """The thread's default connection itself: `django.db.connection` is a proxy that looks it
     up again on every attribute read (a few dozen a rating cycle, about 5% of its server CPU)."""
     return connections[DEFAULT_DB_ALIAS]
@@ -28,7 +28,7 @@ def instance(model, names, values):
     and its walk over every field): a rating cycle builds a dozen of them. The models read
     here have no `__init__`, `from_db` or init-signal receivers of their own
     (tests/test_rows.py checks them against the ORM's)."""
-    connection = _connection()
+    connection = default_connection()
     columns = _reader(connection, model, tuple(names))
     new = model.__new__(model)
     values_of = new.__dict__
@@ -61,7 +61,7 @@ def db_value(model, name: str, value, connection=None):
     """`value` as the database takes it for this field of `model` (a UUID or a time on SQLite,
     JSON, …), for a parameter of a hand-written statement; `connection`: the default one, when
     the caller has it at hand."""
-    return model._meta.get_field(name).get_db_prep_value(value, connection or _connection())
+    return model._meta.get_field(name).get_db_prep_value(value, connection or default_connection())
 
 
 @contextmanager
@@ -71,7 +71,7 @@ def bound_cursor():
     `prepare_threshold` runs on a connection and PostgreSQL parses and plans it once there
     (the ORM's cursors bind on the client: each statement text differs, nothing is prepared).
     Elsewhere the usual cursor. Counted and logged like any other statement."""
-    connection = _connection()
+    connection = default_connection()
     if connection.vendor != "postgresql":
         with connection.cursor() as cursor:
             yield cursor
