@@ -68,12 +68,23 @@ def flush_by_delete():
     the few rows one test made, which DELETE removes in 6 ms. Every foreign key is DEFERRABLE
     INITIALLY DEFERRED (as Django makes them) and the flush runs in one transaction, so the
     order of the tables does not matter. Sequences go on as after TRUNCATE; `reset_sequences`
-    and `allow_cascade` keep Django's TRUNCATE."""
+    and `allow_cascade` keep Django's TRUNCATE.
+
+    The rows migrate's post_migrate signal makes (content types, permissions, the role groups
+    and their permissions: KEPT_BY_FLUSH) are left in place, on both backends: the flush sends
+    that signal again, and its receivers, which find every row there, then write nothing
+    instead of making some 400 rows again after every such test (a fifth of a minute of
+    `make test`, py-spy). No test changes those rows."""
     from django.db.backends.postgresql.operations import DatabaseOperations
+    from django.db.backends.sqlite3.base import DatabaseWrapper as SQLite
+
+    SQLiteOperations = SQLite.ops_class
 
     truncate = DatabaseOperations.sql_flush
+    sqlite_flush = SQLiteOperations.sql_flush
 
     def sql_flush(self, style, tables, *, reset_sequences=False, allow_cascade=False):
+        tables = [t for t in tables if t not in KEPT_BY_FLUSH]
         if not tables or reset_sequences or allow_cascade:
             return truncate(
                 self, style, tables, reset_sequences=reset_sequences, allow_cascade=allow_cascade
@@ -81,9 +92,21 @@ def flush_by_delete():
         delete = style.SQL_KEYWORD("DELETE FROM")
         return ["; ".join(f"{delete} {style.SQL_FIELD(self.quote_name(t))}" for t in tables)]
 
+    def sqlite_sql_flush(self, style, tables, **options):
+        kept = [t for t in tables if t not in KEPT_BY_FLUSH]
+        return sqlite_flush(self, style, kept, **options)
+
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(DatabaseOperations, "sql_flush", sql_flush)
+        patch.setattr(SQLiteOperations, "sql_flush", sqlite_sql_flush)
         yield
+
+
+# Made by migrate's post_migrate receivers and left alone by the flush between tests
+# (`flush_by_delete`).
+KEPT_BY_FLUSH = frozenset(
+    {"django_content_type", "auth_permission", "auth_group", "auth_group_permissions"}
+)
 
 
 def make_user(django_user_model, username, role=None):
@@ -241,6 +264,7 @@ def celery_eager(request):
 # browser, big imports) or take long: run first, so that under `pytest -n` (`make test`) their
 # waits overlap the other tests instead of leaving one worker alone with them at the end.
 WAITING_FIRST = (
+    "tests/test_two_hosts.py",
     "tests/test_faults.py",
     "tests/test_faults_redis.py",
     "tests/test_redis_outage.py",
@@ -258,6 +282,7 @@ WAITING_FIRST = (
 # Rough seconds per test of these (the other waiting ones: DEFAULT_SECONDS), to deal the
 # waiting modules evenly to the workers; the ones named in SPLIT are shared out test by test.
 SECONDS_EACH = {
+    "tests/test_two_hosts.py": 200,
     "tests/hostile/test_page_fuzz.py": 50,
     "tests/hostile/test_schemathesis.py": 2,
     "tests/test_faults.py": 10,

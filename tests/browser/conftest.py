@@ -199,8 +199,8 @@ def researcher_page(log_in, researcher):
 
 
 DEMO_USERS = ("admin", "researcher", "annotator")
-# Rows the demo fixture does not keep: made by migrate (and by the flush after each test that
-# used the live server) in every test database.
+# Rows the demo fixture does not keep: made by migrate in every test database (and left in
+# place by the flush after each test that used the live server), and the sessions.
 MADE_BY_MIGRATE = ("contenttypes", "auth.permission", "auth.group", "sessions")
 
 
@@ -248,7 +248,7 @@ def _rows_not_made_by_migrate() -> dict[str, int]:
 def _write_rows(path: Path, group_names: dict[int, str]) -> None:
     """The dumped rows in one INSERT per table (loaddata saves them one by one: 2,400 queries,
     2 s). Foreign keys are checked at commit, so the order of the tables does not matter. The
-    role groups were made again by migrate's signal, under new ids: users join them by name."""
+    role groups are migrate's, whose ids need not be those of the dump: users join them by name."""
     rows = list(serializers.deserialize("json", path.read_text("utf-8")))
     groups = dict(Group.objects.values_list("name", "pk"))
     tables: dict[type, list] = defaultdict(list)
