@@ -34,11 +34,13 @@ demo: $(RUNTIME)
 test: $(STAMP)
 	SECRET_KEY=$${SECRET_KEY:-test-only-secret-key} $(BIN)/pytest -n $${PYTEST_WORKERS:-auto} --dist worksteal $(PYTEST_ARGS)
 
-## The slow tests, left out of `make test` (minutes each): tests/test_two_hosts.py (needs root:
-## network namespaces and a PostgreSQL cluster of its own) and the hostile sweeps at full depth
-## (tests/hostile). One process: the two hosts are their own.
+## The slow tier, left out of `make test` (CI runs both): tests/test_two_hosts.py (needs root:
+## network namespaces and a PostgreSQL cluster of its own), the hostile sweeps at full depth
+## (tests/hostile), the browser sweeps of every page (phone width, axe, Chinese) and the tests
+## that run servers of their own (the login throttle under gunicorn, a Redis outage, migrating a
+## demo database). In parallel as `make test`; the two-host test starts first, in a worker of its own.
 test-slow: $(STAMP)
-	SECRET_KEY=$${SECRET_KEY:-test-only-secret-key} $(BIN)/pytest -m slow $(PYTEST_ARGS)
+	SECRET_KEY=$${SECRET_KEY:-test-only-secret-key} $(BIN)/pytest -m slow -n $${PYTEST_WORKERS:-auto} --dist worksteal $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

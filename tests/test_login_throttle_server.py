@@ -14,6 +14,9 @@ import pytest
 
 from tests import login_server as ls
 
+# A gunicorn of its own whose every attempt costs a production hash: `make test-slow` (CI runs it).
+pytestmark = pytest.mark.slow
+
 PASSWORD = "throttle-Server-pass-7"
 PAIR, ADDRESS, ACCOUNT = 3, 6, 8  # small budgets: every check costs a real PBKDF2 hash
 WORKERS = 3

@@ -52,6 +52,7 @@ def _row_counts() -> dict[str, int]:
     return counts
 
 
+@pytest.mark.slow  # migrates a demo database back and forth: `make test-slow` (CI runs it)
 @pytest.mark.django_db(transaction=True)
 def test_migrating_the_demo_database_across_the_move_keeps_every_row():
     executor = MigrationExecutor(connection)

@@ -16,6 +16,9 @@ import pytest
 from tests import login_server as ls
 from tests.redis_server import redis_server
 
+# A gunicorn and a Redis of its own, Redis killed and started again: `make test-slow` (CI runs it).
+pytestmark = pytest.mark.slow
+
 PASSWORD = "outage-Server-pass-7"
 SETUP = """
 from django.contrib.auth.models import Group, User

@@ -8,9 +8,12 @@ measured here too: its colour against the shape under its middle (a heat-map cel
 page behind the chart.
 """
 
+import pytest
 from axe_playwright_python.sync_playwright import Axe
 
 from tests.browser.test_layout import DESKTOP
+
+pytestmark = pytest.mark.slow  # every page: `make test-slow` (CI runs it)
 
 BLOCKING = {"serious", "critical"}
 

@@ -272,6 +272,7 @@ def untranslated(page, allow) -> list[str]:
     return found + [f"(opened) {word}" for word in opened if word not in found]
 
 
+@pytest.mark.slow  # every page: `make test-slow` (CI runs it)
 def test_every_researcher_and_admin_page_in_chinese(zh_page, demo, objects):
     users, _ = demo
     page = zh_page

@@ -220,7 +220,11 @@ SCROLL_BOX_RIGHT = """(table) => {
 }"""
 
 
-@pytest.mark.parametrize("role", ["annotator", "researcher", "admin"])
+# The researcher's and the admin's every page: in the slow tier (`make test-slow`, CI runs it).
+@pytest.mark.parametrize(
+    "role",
+    ["annotator", *(pytest.param(r, marks=pytest.mark.slow) for r in ("researcher", "admin"))],
+)
 def test_no_page_scrolls_sideways_on_a_phone(page, log_in, demo, role):
     users, pages = demo
     page.set_viewport_size(PHONE)
