@@ -11,6 +11,18 @@ from django.core.cache import cache
 
 from h2htalk import auth, egress
 
+SLOW_ONLY = "test_schemathesis_coverage.py"
+
+
+def pytest_ignore_collect(collection_path, config):
+    """The coverage phase's module only when the slow tier is selected (`-m slow`): its cases
+    are made while collecting, and every `make test` process would pay for them to deselect
+    them."""
+    if collection_path.name == SLOW_ONLY:
+        return "not slow" in (config.getoption("markexpr") or "")
+    return None
+
+
 # The addresses the fuzzers' requests come from: Django's test client, and the WSGI calls of
 # schemathesis (no REMOTE_ADDR: h2htalk.auth counts them as "unknown").
 FUZZER_ADDRESSES = ("127.0.0.1", "unknown")

@@ -11,8 +11,9 @@ Host names in fuzzed base URLs are not looked up in DNS (tests/hostile/conftest.
 
 Two depths. `make test` runs the examples and the fuzzing phases (HOSTILE_API_EXAMPLES generated
 cases per operation, default 8). `make test-slow` (which CI runs too) adds schemathesis' coverage
-phase, every boundary and wrong-type value of every field, parameter and method of every
-operation: about 11,000 requests, which took 96% of this module's three minutes of test time.
+phase (test_schemathesis_coverage.py), every boundary and wrong-type value of every field,
+parameter and method of every operation: about 11,000 requests, which took 96% of this module's
+three minutes of test time.
 """
 
 import functools
@@ -54,7 +55,6 @@ def _fuzzed(phases: list[str]):
 
 
 SCHEMA = _fuzzed(["examples", "fuzzing"])
-BOUNDARIES = _fuzzed(["coverage"])  # the slow tier
 
 # Which world object an `{id}` of a path refers to (first match wins).
 PATH_OBJECTS = [
@@ -131,13 +131,6 @@ def answers_no_5xx(case, target) -> None:
 @SCHEMA.parametrize()
 @FUZZING
 def test_no_operation_answers_5xx(case, api_world):
-    answers_no_5xx(case, api_world)
-
-
-@pytest.mark.slow
-@BOUNDARIES.parametrize()
-@FUZZING
-def test_no_operation_answers_5xx_to_boundary_and_wrong_type_values(case, api_world):
     answers_no_5xx(case, api_world)
 
 
