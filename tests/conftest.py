@@ -73,8 +73,8 @@ def flush_by_delete():
     The rows migrate's post_migrate signal makes (content types, permissions, the role groups
     and their permissions: KEPT_BY_FLUSH) are left in place, on both backends: the flush sends
     that signal again, and its receivers, which find every row there, then write nothing
-    instead of making some 400 rows again after every such test (a fifth of a minute of
-    `make test`, py-spy). No test changes those rows."""
+    instead of making some 400 rows again after every such test (about 50 s of the workers'
+    time in `make test`, py-spy). No test changes those rows."""
     from django.db.backends.postgresql.operations import DatabaseOperations
     from django.db.backends.sqlite3.base import DatabaseWrapper as SQLite
 

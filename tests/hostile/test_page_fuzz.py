@@ -21,9 +21,9 @@ the URL without the suffix.
 
 A response of 500, or a streamed body that raises while it is read, fails the test with the
 URL, parameter and value. `make test` runs the researcher's walk; the admin's, every page with
-every value, is in the slow tier (`make test-slow`); `HOSTILE_PAGE_FUZZ=full` sends every value to every
-parameter alone (slower). On PostgreSQL (DATABASE_URL) a NUL reaching a
-query would also show up here.
+every value, is in the slow tier (`make test-slow`); `HOSTILE_PAGE_FUZZ=full` sends every value
+to every parameter alone (slower). On PostgreSQL (DATABASE_URL) a NUL reaching a query would
+also show up here.
 """
 
 import html.parser
