@@ -60,6 +60,13 @@ def _redis_database_of_this_worker() -> None:
 _redis_database_of_this_worker()
 
 
+# Made by migrate's post_migrate receivers and left alone by the flush between tests
+# (`flush_by_delete`).
+KEPT_BY_FLUSH = frozenset(
+    {"django_content_type", "auth_permission", "auth_group", "auth_group_permissions"}
+)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def flush_by_delete():
     """After a test on the committed database (`transactional_db`, `live_server`: the browser
@@ -78,13 +85,9 @@ def flush_by_delete():
     from django.db.backends.postgresql.operations import DatabaseOperations
     from django.db.backends.sqlite3.base import DatabaseWrapper as SQLite
 
-    SQLiteOperations = SQLite.ops_class
-
     truncate = DatabaseOperations.sql_flush
-    sqlite_flush = SQLiteOperations.sql_flush
 
-    def sql_flush(self, style, tables, *, reset_sequences=False, allow_cascade=False):
-        tables = [t for t in tables if t not in KEPT_BY_FLUSH]
+    def by_delete(self, style, tables, *, reset_sequences=False, allow_cascade=False):
         if not tables or reset_sequences or allow_cascade:
             return truncate(
                 self, style, tables, reset_sequences=reset_sequences, allow_cascade=allow_cascade
@@ -92,21 +95,18 @@ def flush_by_delete():
         delete = style.SQL_KEYWORD("DELETE FROM")
         return ["; ".join(f"{delete} {style.SQL_FIELD(self.quote_name(t))}" for t in tables)]
 
-    def sqlite_sql_flush(self, style, tables, **options):
-        kept = [t for t in tables if t not in KEPT_BY_FLUSH]
-        return sqlite_flush(self, style, kept, **options)
+    def keeping_migrates_rows(flush):
+        def sql_flush(self, style, tables, **options):
+            return flush(self, style, [t for t in tables if t not in KEPT_BY_FLUSH], **options)
+
+        return sql_flush
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(DatabaseOperations, "sql_flush", sql_flush)
-        patch.setattr(SQLiteOperations, "sql_flush", sqlite_sql_flush)
+        patch.setattr(DatabaseOperations, "sql_flush", keeping_migrates_rows(by_delete))
+        patch.setattr(
+            SQLite.ops_class, "sql_flush", keeping_migrates_rows(SQLite.ops_class.sql_flush)
+        )
         yield
-
-
-# Made by migrate's post_migrate receivers and left alone by the flush between tests
-# (`flush_by_delete`).
-KEPT_BY_FLUSH = frozenset(
-    {"django_content_type", "auth_permission", "auth_group", "auth_group_permissions"}
-)
 
 
 def make_user(django_user_model, username, role=None):

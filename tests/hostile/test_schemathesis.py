@@ -48,13 +48,13 @@ def _schema() -> dict:
     return json.loads(_schema_text())
 
 
-def _fuzzed(phases: list[str]):
+def fuzzed_schema(phases: list[str]):
     schema = schemathesis.openapi.from_dict(_schema())
     schema.config.phases.update(phases=phases)
     return schema
 
 
-SCHEMA = _fuzzed(["examples", "fuzzing"])
+SCHEMA = fuzzed_schema(["examples", "fuzzing"])
 
 # Which world object an `{id}` of a path refers to (first match wins).
 PATH_OBJECTS = [

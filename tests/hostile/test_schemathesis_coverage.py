@@ -9,15 +9,15 @@ import pytest
 
 from tests.hostile.test_schemathesis import (  # noqa: F401 (the fixtures)
     FUZZING,
-    _fuzzed,
     answers_no_5xx,
     api_world,
+    fuzzed_schema,
     keep_the_test_connection,
     module_world,
     world,
 )
 
-BOUNDARIES = _fuzzed(["coverage"])
+BOUNDARIES = fuzzed_schema(["coverage"])
 
 
 @pytest.mark.slow
