@@ -36,9 +36,10 @@ test: $(STAMP)
 
 ## The slow tier, left out of `make test` (CI runs both): tests/test_two_hosts.py (needs root:
 ## network namespaces and a PostgreSQL cluster of its own), the hostile sweeps at full depth
-## (tests/hostile), the browser sweeps of every page (phone width, axe, Chinese) and the tests
+## (tests/hostile), the browser sweeps of every page (phone width, axe, Chinese), the tests
 ## that run servers of their own (the login throttle under gunicorn, a Redis outage, migrating a
-## demo database). In parallel as `make test`; the two-host test starts first, in a worker of its own.
+## demo database) and those that kill a Celery worker mid-job. In parallel as `make test`; the
+## two-host test starts first, in a worker of its own.
 test-slow: $(STAMP)
 	SECRET_KEY=$${SECRET_KEY:-test-only-secret-key} $(BIN)/pytest -m slow -n $${PYTEST_WORKERS:-auto} --dist worksteal $(PYTEST_ARGS)
 

@@ -8,6 +8,8 @@ while it runs are 0 until the final commit). Killed generation and judge runs ar
 tests/scenarios/test_generation_worker.py and tests/scoring/test_judge_worker.py.
 
 The other tests check the sweeper's decisions without a worker (any database, eager Celery).
+The tests that kill a real worker are in the slow tier (`make test-slow`, which CI runs): each
+waits out a stale threshold and a restart, two and a half minutes of `make test` between them.
 """
 
 import json
@@ -123,6 +125,7 @@ def scenario_rows(n: int, prefix: str = "fault"):
 # ---------------------------------------------------------------- killed worker: imports, builds
 
 
+@pytest.mark.slow
 @pytest.mark.worker
 @pytest.mark.django_db(transaction=True)
 def test_scenario_import_killed_while_writing_is_rerun_whole():
@@ -148,6 +151,7 @@ def test_scenario_import_killed_while_writing_is_rerun_whole():
     assert job.done == job.total == ROWS
 
 
+@pytest.mark.slow
 @pytest.mark.worker
 @pytest.mark.django_db(transaction=True)
 def test_response_import_killed_while_writing_is_rerun_whole():
@@ -207,6 +211,7 @@ def _active_insert(table: str) -> bool:
         return cursor.fetchone()[0] > 0
 
 
+@pytest.mark.slow
 @pytest.mark.worker
 @pytest.mark.django_db(transaction=True)
 def test_campaign_build_killed_mid_way_is_rebuilt(researcher):
@@ -262,6 +267,7 @@ def test_campaign_build_killed_mid_way_is_rebuilt(researcher):
     }
 
 
+@pytest.mark.slow
 @pytest.mark.worker
 @pytest.mark.django_db(transaction=True)
 def test_job_that_keeps_losing_its_worker_fails_clearly():
@@ -527,6 +533,7 @@ def test_the_soft_time_limit_ends_an_import_as_failed_with_a_message(monkeypatch
     assert not default_storage.exists(path)  # its upload went with it
 
 
+@pytest.mark.slow
 @pytest.mark.worker
 @pytest.mark.django_db(transaction=True)
 def test_an_import_over_its_time_limit_on_a_real_worker_ends_failed():

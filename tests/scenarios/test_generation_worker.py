@@ -9,7 +9,7 @@ from tests.llm_server import ChatServer
 from tests.scenarios import factories
 from tests.worker import celery_worker, wait_for
 
-pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.slow, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
 
 def test_killed_worker_run_resumes_and_every_response_exists_once():

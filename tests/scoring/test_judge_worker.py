@@ -18,7 +18,7 @@ from tests.scoring.test_judge_support import (
 )
 from tests.worker import celery_worker, wait_for
 
-pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.slow, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
 
 def test_killed_worker_judge_run_resumes_and_every_verdict_exists_once(researcher):
