@@ -83,11 +83,16 @@ _lock = threading.Lock()
 
 
 def _loop(name: str, stop: threading.Event, every: float) -> None:
-    while not stop.wait(every):
-        try:
-            beat(name)
-        except Exception:  # a cache hiccup must not end the work; the next beat retries
-            logger.warning("heartbeat of %s failed", name, exc_info=True)
+    try:
+        while not stop.wait(every):
+            try:
+                beat(name)
+            except Exception:  # a cache hiccup must not end the work; the next beat retries
+                logger.warning("heartbeat of %s failed", name, exc_info=True)
+    finally:
+        # A beat written to the database cache (no Redis, or Redis away: h2htalk.outage)
+        # opened a connection of this thread's own, which nothing else would ever close.
+        connections.close_all()
 
 
 def start(name: str) -> None:

@@ -20,7 +20,7 @@ from datetime import timedelta
 import pytest
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
-from django.db import connection, transaction
+from django.db import connection, connections, transaction
 from django.db.models import Count
 from django.urls import reverse
 from django.utils import timezone
@@ -37,6 +37,10 @@ from tests.worker import celery_worker, require_broker, wait_for
 # A small stale threshold so a lost worker is noticed within seconds; the sweeps every second.
 FAST = {"JOB_STALE_SECONDS": "3", "JOB_SWEEP_SECONDS": "1"}
 ROWS = 20_000
+DATABASE_CACHE = {
+    "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+    "LOCATION": "h2htalk_cache",
+}
 
 
 def require_postgres():
@@ -436,6 +440,37 @@ def test_heartbeat_thread_keeps_beating_while_the_job_runs(settings):
         jobs.finish(job.pk, Job.State.COMPLETED, "done")
     beating[0].join(2)
     assert not beating[0].is_alive()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_heartbeat_on_the_database_cache_closes_its_connection_when_it_stops(
+    settings, monkeypatch
+):
+    """Without Redis (or while it is away) beats go to the database cache, through a connection
+    of the beating thread's own: it is closed when the beating stops, not left open for good
+    (one per job a process ever ran, and a test database that cannot be dropped)."""
+    settings.CACHES = {"default": DATABASE_CACHE}
+    settings.JOB_STALE_SECONDS = 1  # a beat every 0.25 s
+    used = []
+    writes = heartbeat.beat
+
+    def beat_noting_the_connection(name):
+        writes(name)
+        used.append(connections["default"])
+
+    monkeypatch.setattr(heartbeat, "beat", beat_noting_the_connection)
+    mine = connections["default"]
+    heartbeat.start("test:heartbeat-connection")  # beats here, then in its thread
+    wait_for(lambda: any(c is not mine for c in used), timeout=5)
+    heartbeat.stop("test:heartbeat-connection")
+    beating = [t for t in threading.enumerate() if t.name == "test:heartbeat-connection-heartbeat"]
+    for thread in beating:
+        thread.join(2)
+    theirs = [c for c in used if c is not mine]
+    # (Django never closes SQLite's in-memory test database: there only PostgreSQL tells.)
+    assert all(
+        c.connection is None or (c.vendor == "sqlite" and c.is_in_memory_db()) for c in theirs
+    )
 
 
 @pytest.mark.django_db
