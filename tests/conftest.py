@@ -6,7 +6,7 @@ from urllib.parse import urlsplit
 import pytest
 from django.conf import settings as django_settings
 from django.contrib.auth.models import Group
-from django.db import connection, transaction
+from django.db import transaction
 from django.test import override_settings
 from django.utils import translation
 
@@ -172,10 +172,6 @@ def module_db(django_db_setup, django_db_blocker, tmp_path_factory):
         with django_db_blocker.unblock():
             transaction.set_rollback(True)
             outer.__exit__(None, None, None)
-            # Closed with the module: after a browser test of the same worker, the later tests'
-            # connection was no longer this one (Playwright's greenlets), which stayed open to
-            # the end, and dropping the test database waited 5 s for it, then failed.
-            connection.close()
 
 
 @pytest.fixture(autouse=True)

@@ -25,7 +25,7 @@ from django.apps import apps
 from django.contrib.auth.models import Group
 from django.core import serializers
 from django.core.management import call_command
-from django.db import connection, transaction
+from django.db import connection, connections, transaction
 from django.urls import reverse
 
 from annotation.models import Campaign
@@ -93,6 +93,10 @@ def browser():
         )
         yield chromium
         chromium.close()
+        # Django keeps its connections per context, and the tests ran in the context Playwright
+        # set up: the connection of that context stayed open once Playwright stopped, and
+        # dropping the test database at the end waited 5 s for it, then failed with a warning.
+        connections.close_all()
 
 
 @pytest.fixture(autouse=True)
