@@ -4,6 +4,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 RUNTIME := $(VENV)/.runtime-stamp
 STAMP := $(VENV)/.installed-stamp
+# Bytecode is written (into the gitignored __pycache__), even where the environment says not to:
+# without it every process the tests start (pytest's workers, Celery workers, gunicorns,
+# commands) compiled the project's modules again, and pytest rewrote every test module again in
+# every run (11% of the CPU of the tests that start workers).
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: demo test test-slow install lint format bench mutation clean messages
 
