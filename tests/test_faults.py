@@ -37,10 +37,6 @@ from tests.worker import celery_worker, require_broker, wait_for
 # A small stale threshold so a lost worker is noticed within seconds; the sweeps every second.
 FAST = {"JOB_STALE_SECONDS": "3", "JOB_SWEEP_SECONDS": "1"}
 ROWS = 20_000
-DATABASE_CACHE = {
-    "BACKEND": "django.core.cache.backends.db.DatabaseCache",
-    "LOCATION": "h2htalk_cache",
-}
 
 
 def require_postgres():
@@ -449,7 +445,7 @@ def test_a_heartbeat_on_the_database_cache_closes_its_connection_when_it_stops(
     """Without Redis (or while it is away) beats go to the database cache, through a connection
     of the beating thread's own: it is closed when the beating stops, not left open for good
     (one per job a process ever ran, and a test database that cannot be dropped)."""
-    settings.CACHES = {"default": DATABASE_CACHE}
+    settings.CACHES = {"default": settings.DATABASE_CACHE}
     settings.JOB_STALE_SECONDS = 1  # a beat every 0.25 s
     used = []
     writes = heartbeat.beat

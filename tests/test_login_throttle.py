@@ -19,12 +19,7 @@ def fresh_cache(db, settings):
     # The deployment's cache: Redis when configured, else the database table (conftest gives
     # other in-process tests per-process memory instead).
     if not settings.REDIS_URL:
-        settings.CACHES = {
-            "default": {
-                "BACKEND": "django.core.cache.backends.db.DatabaseCache",
-                "LOCATION": "h2htalk_cache",
-            }
-        }
+        settings.CACHES = {"default": settings.DATABASE_CACHE}
     settings.LOGIN_FAILURE_LIMIT = 5
     settings.LOGIN_ADDRESS_FAILURE_LIMIT = 20
     settings.LOGIN_ACCOUNT_FAILURE_LIMIT = 50
